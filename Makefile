@@ -1,0 +1,49 @@
+# olm-guard — build the policy modules, run them in the local host.
+#
+#   make examples   build every module, evaluate the bundled scenarios (verdict table)
+#   make test       fmt + clippy + unit tests + every scenario through the real modules
+#
+# Both install what they need (Debian packages for the wasm route when the
+# rustup wasm32-wasip1 target is absent).
+
+POLICIES := $(notdir $(patsubst %/,%,$(wildcard policies/*/)))
+HOST     := target/release/olm-guard
+CARGO    ?= cargo
+
+.PHONY: all examples test dist host wasm fmt-check lint unit scenarios clean
+
+all: examples
+
+host:
+	$(CARGO) build --release -p olm-guard-host
+
+wasm:
+	scripts/build-wasm.sh $(POLICIES)
+
+# Annotated modules: metadata.yml (+ README as usage) embedded, like `kwctl annotate`.
+dist: host wasm
+	@for p in $(POLICIES); do \
+	  $(HOST) annotate --metadata policies/$$p/metadata.yml --usage policies/$$p/README.md \
+	    --output dist/$$p.wasm dist/$$p.wasm || exit 1; \
+	  echo "dist/$$p.wasm ($$(stat -c %s dist/$$p.wasm) bytes, annotated)"; \
+	done
+
+examples: dist
+	$(HOST) test testdata
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+lint:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+unit:
+	$(CARGO) test --workspace
+
+# The host's scenario suite (host/tests/scenarios.rs) needs dist/.
+test: fmt-check lint dist unit
+	$(HOST) test testdata
+
+clean:
+	rm -rf dist
+	$(CARGO) clean

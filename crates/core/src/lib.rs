@@ -1,0 +1,19 @@
+//! Shared vocabulary of olm-guard.
+//!
+//! Everything here compiles natively and to `wasm32-wasip1`: policies use it
+//! inside their modules, the host uses the same types to answer the module's
+//! host calls, so the wire format is defined exactly once.
+
+pub mod admission;
+pub mod context;
+pub mod meta;
+pub mod nullable;
+pub mod protocol;
+pub mod settings;
+pub mod verdict;
+
+pub use admission::{AdmissionRequest, GroupVersionKind, Operation, UserInfo};
+pub use context::{Cluster, ClusterExt, ContextError, NoCluster};
+pub use meta::ObjectMeta;
+pub use settings::PolicySettings;
+pub use verdict::Verdict;

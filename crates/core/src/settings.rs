@@ -1,0 +1,24 @@
+//! Policy settings: deserialised from the policy's `settings` object, then
+//! checked by [`PolicySettings::validate`]. Both the module's
+//! `validate_settings` and its `validate` go through [`parse`].
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub trait PolicySettings: DeserializeOwned + Default {
+    /// Checks that need more than types (ranges, names).
+    fn validate(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// `null` or absent settings are the defaults, as in Kubewarden.
+pub fn parse<S: PolicySettings>(value: &Value) -> Result<S, String> {
+    let settings: S = if value.is_null() {
+        S::default()
+    } else {
+        serde_json::from_value(value.clone()).map_err(|e| format!("invalid settings: {e}"))?
+    };
+    settings.validate()?;
+    Ok(settings)
+}

@@ -1,0 +1,149 @@
+//! Loading RBAC objects through the Kubewarden host capabilities, for rules
+//! that evaluate RBAC themselves (Covers checks) instead of asking `can_i`.
+
+use olm_guard_core::protocol::{ListAllResourcesRequest, ListResourcesByNamespaceRequest};
+use olm_guard_core::{Cluster, ClusterExt, ContextError};
+use serde::de::DeserializeOwned;
+
+use crate::{RBAC_API_VERSION, RbacStore};
+
+/// ClusterRoles + ClusterRoleBindings via list_all, plus Roles + RoleBindings of `namespace` via list_by_namespace
+/// when non-empty (apiVersion "rbac.authorization.k8s.io/v1", kinds ClusterRole, ClusterRoleBinding, Role, RoleBinding)
+///
+/// A module that calls this must declare those kinds in its
+/// `contextAwareResources` (the Role kinds only when it passes a namespace).
+pub fn load(cluster: &dyn Cluster, namespace: &str) -> Result<RbacStore, ContextError> {
+    let cluster_roles = list_all(cluster, "ClusterRole")?;
+    let cluster_role_bindings = list_all(cluster, "ClusterRoleBinding")?;
+    let (roles, role_bindings) = if namespace.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        (
+            list_in(cluster, "Role", namespace)?,
+            list_in(cluster, "RoleBinding", namespace)?,
+        )
+    };
+    Ok(RbacStore::new(
+        cluster_roles,
+        roles,
+        cluster_role_bindings,
+        role_bindings,
+    ))
+}
+
+fn list_all<T: DeserializeOwned>(
+    cluster: &dyn Cluster,
+    kind: &str,
+) -> Result<Vec<T>, ContextError> {
+    cluster
+        .list_all_as(&ListAllResourcesRequest::new(RBAC_API_VERSION, kind))
+        .map_err(|e| ContextError(format!("listing {kind}s: {e}")))
+}
+
+fn list_in<T: DeserializeOwned>(
+    cluster: &dyn Cluster,
+    kind: &str,
+    namespace: &str,
+) -> Result<Vec<T>, ContextError> {
+    cluster
+        .list_by_namespace_as(&ListResourcesByNamespaceRequest::new(
+            RBAC_API_VERSION,
+            kind,
+            namespace,
+        ))
+        .map_err(|e| ContextError(format!("listing {kind}s in namespace \"{namespace}\": {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use olm_guard_core::protocol::{CanIRequest, GetResourceRequest, SubjectAccessReviewStatus};
+    use olm_guard_core::{NoCluster, UserInfo};
+    use serde_json::json;
+    use std::cell::RefCell;
+
+    /// Answers lists from fixed JSON and records what was asked, to check
+    /// that `load` asks for exactly the kinds a module declares.
+    struct Fake {
+        asked: RefCell<Vec<String>>,
+    }
+
+    impl Cluster for Fake {
+        fn list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
+            self.asked
+                .borrow_mut()
+                .push(format!("{} {}", r.api_version, r.kind));
+            let items = match r.kind.as_str() {
+                "ClusterRole" => json!([{"metadata": {"name": "reader"},
+                    "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]}]),
+                "ClusterRoleBinding" => json!([{"metadata": {"name": "b"},
+                    "subjects": [{"kind": "User", "name": "alice"}],
+                    "roleRef": {"kind": "ClusterRole", "name": "reader"}}]),
+                _ => return Err(ContextError(format!("unexpected {}", r.kind))),
+            };
+            Ok(serde_json::to_vec(&json!({"items": items})).unwrap())
+        }
+        fn list_by_namespace(
+            &self,
+            r: &ListResourcesByNamespaceRequest,
+        ) -> Result<Vec<u8>, ContextError> {
+            self.asked
+                .borrow_mut()
+                .push(format!("{} {} in {}", r.api_version, r.kind, r.namespace));
+            let items = match r.kind.as_str() {
+                "Role" => json!([{"metadata": {"name": "cm", "namespace": r.namespace},
+                    "rules": [{"verbs": ["update"], "apiGroups": [""], "resources": ["configmaps"]}]}]),
+                "RoleBinding" => json!([{"metadata": {"name": "rb", "namespace": r.namespace},
+                    "subjects": [{"kind": "User", "name": "alice"}],
+                    "roleRef": {"kind": "Role", "name": "cm"}}]),
+                _ => json!(null),
+            };
+            Ok(serde_json::to_vec(&json!({"items": items})).unwrap())
+        }
+        fn get(&self, _: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
+            Err(ContextError("no get".into()))
+        }
+        fn can_i(&self, _: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
+            Err(ContextError("no can_i".into()))
+        }
+    }
+
+    fn alice() -> UserInfo {
+        UserInfo {
+            username: "alice".into(),
+            ..UserInfo::default()
+        }
+    }
+
+    #[test]
+    fn cluster_wide_load_lists_cluster_kinds_only() {
+        let fake = Fake {
+            asked: RefCell::new(vec![]),
+        };
+        let store = load(&fake, "").unwrap();
+        assert_eq!(
+            *fake.asked.borrow(),
+            vec![
+                "rbac.authorization.k8s.io/v1 ClusterRole",
+                "rbac.authorization.k8s.io/v1 ClusterRoleBinding"
+            ]
+        );
+        assert_eq!(store.rules_for(&alice(), "").len(), 1);
+    }
+
+    #[test]
+    fn namespaced_load_adds_roles_and_bindings() {
+        let fake = Fake {
+            asked: RefCell::new(vec![]),
+        };
+        let store = load(&fake, "team").unwrap();
+        assert_eq!(fake.asked.borrow().len(), 4);
+        assert_eq!(store.rules_for(&alice(), "team").len(), 2);
+    }
+
+    #[test]
+    fn failures_name_the_lookup() {
+        let err = load(&NoCluster, "").unwrap_err();
+        assert!(err.0.starts_with("listing ClusterRoles: "), "{err}");
+    }
+}

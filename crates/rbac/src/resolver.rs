@@ -1,0 +1,738 @@
+//! Which rules does a user hold? Kubernetes' `DefaultRuleResolver`
+//! (kubernetes `pkg/registry/rbac/validation/rule.go`) over an in-memory
+//! set of RBAC objects, and the RBAC authorizer on top of it.
+//!
+//! Bindings are indexed by the usernames and groups their subjects match,
+//! so a lookup costs the bindings that apply to the user, not every binding
+//! in the cluster: the host answers many `can_i` calls against snapshots of
+//! thousands of bindings.
+
+use std::collections::{BTreeMap, HashMap};
+
+use olm_guard_core::UserInfo;
+use olm_guard_core::protocol::ResourceAttributes;
+
+use crate::authorize::{rule_allows, rule_allows_non_resource};
+use crate::{ClusterRole, PolicyRule, Role, RoleBinding, SYSTEM_MASTERS, Subject};
+
+/// An authorization answer and, as the API server gives it, why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub reason: String,
+}
+
+/// The RBAC objects of a cluster (or of the part a policy loaded), indexed.
+#[derive(Debug, Clone, Default)]
+pub struct RbacStore {
+    cluster_roles: BTreeMap<String, ClusterRole>,
+    roles: HashMap<String, HashMap<String, Role>>,
+    cluster_role_bindings: Bindings,
+    role_bindings: HashMap<String, Bindings>,
+}
+
+/// Bindings of one scope (all ClusterRoleBindings, or one namespace's
+/// RoleBindings) with their subjects indexed.
+#[derive(Debug, Clone, Default)]
+struct Bindings {
+    items: Vec<RoleBinding>,
+    /// username -> (binding, subject) for User and ServiceAccount subjects;
+    /// a ServiceAccount subject is the user `system:serviceaccount:<ns>:<name>`.
+    by_user: HashMap<String, Vec<(usize, usize)>>,
+    by_group: HashMap<String, Vec<(usize, usize)>>,
+}
+
+impl Bindings {
+    /// `namespace` is the binding's own namespace ("" for
+    /// ClusterRoleBindings): the default namespace of ServiceAccount subjects.
+    fn new(items: Vec<RoleBinding>, namespace: &str) -> Bindings {
+        let mut by_user: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+        let mut by_group: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+        for (b, binding) in items.iter().enumerate() {
+            for (s, subject) in binding.subjects.iter().enumerate() {
+                match subject.kind.as_str() {
+                    "User" => by_user
+                        .entry(subject.name.clone())
+                        .or_default()
+                        .push((b, s)),
+                    "Group" => by_group
+                        .entry(subject.name.clone())
+                        .or_default()
+                        .push((b, s)),
+                    "ServiceAccount" => {
+                        if let Some(username) = service_account_username(subject, namespace) {
+                            by_user.entry(username).or_default().push((b, s));
+                        }
+                    }
+                    // Any other kind matches nobody, as upstream `appliesToUser`.
+                    _ => {}
+                }
+            }
+        }
+        Bindings {
+            items,
+            by_user,
+            by_group,
+        }
+    }
+
+    /// The bindings that apply to `user`, in list order, each with the first
+    /// subject that matched (upstream reports that one in its reason).
+    fn applying_to(&self, user: &UserInfo) -> Vec<(&RoleBinding, &Subject)> {
+        let mut first_subject: BTreeMap<usize, usize> = BTreeMap::new();
+        let hits = self
+            .by_user
+            .get(&user.username)
+            .into_iter()
+            .chain(user.groups.iter().filter_map(|g| self.by_group.get(g)))
+            .flatten();
+        for &(b, s) in hits {
+            first_subject
+                .entry(b)
+                .and_modify(|old| *old = (*old).min(s))
+                .or_insert(s);
+        }
+        first_subject
+            .into_iter()
+            .filter_map(|(b, s)| {
+                let binding = self.items.get(b)?;
+                Some((binding, binding.subjects.get(s)?))
+            })
+            .collect()
+    }
+}
+
+/// A ServiceAccount subject's namespace defaults to the binding's; without
+/// either it matches nobody (upstream: an SA subject without namespace in a
+/// ClusterRoleBinding is inert).
+fn service_account_username(subject: &Subject, binding_namespace: &str) -> Option<String> {
+    let namespace = if subject.namespace.is_empty() {
+        binding_namespace
+    } else {
+        &subject.namespace
+    };
+    (!namespace.is_empty()).then(|| format!("system:serviceaccount:{namespace}:{}", subject.name))
+}
+
+/// One way a user reaches rules: a binding, its role and the subject that
+/// matched; it explains a decision.
+struct Grant<'a> {
+    binding: &'a RoleBinding,
+    subject: &'a Subject,
+    /// "" for ClusterRoleBindings.
+    namespace: &'a str,
+    rules: &'a [PolicyRule],
+}
+
+impl Grant<'_> {
+    /// upstream `clusterRoleBindingDescriber`/`roleBindingDescriber`.
+    fn describe(&self) -> String {
+        let subject = match self.subject.kind.as_str() {
+            "ServiceAccount" => {
+                let ns = if self.subject.namespace.is_empty() {
+                    self.namespace
+                } else {
+                    &self.subject.namespace
+                };
+                format!("ServiceAccount \"{}/{ns}\"", self.subject.name)
+            }
+            kind => format!("{kind} \"{}\"", self.subject.name),
+        };
+        let role_ref = &self.binding.role_ref;
+        if self.namespace.is_empty() {
+            format!(
+                "ClusterRoleBinding \"{}\" of {} \"{}\" to {subject}",
+                self.binding.metadata.name, role_ref.kind, role_ref.name
+            )
+        } else {
+            format!(
+                "RoleBinding \"{}/{}\" of {} \"{}\" to {subject}",
+                self.binding.metadata.name, self.namespace, role_ref.kind, role_ref.name
+            )
+        }
+    }
+}
+
+impl RbacStore {
+    pub fn new(
+        cluster_roles: Vec<ClusterRole>,
+        roles: Vec<Role>,
+        cluster_role_bindings: Vec<RoleBinding>,
+        role_bindings: Vec<RoleBinding>,
+    ) -> Self {
+        let cluster_roles = cluster_roles
+            .into_iter()
+            .map(|r| (r.metadata.name.clone(), r))
+            .collect();
+        let mut by_namespace: HashMap<String, HashMap<String, Role>> = HashMap::new();
+        for role in roles {
+            by_namespace
+                .entry(role.metadata.namespace.clone())
+                .or_default()
+                .insert(role.metadata.name.clone(), role);
+        }
+        let mut bindings_by_namespace: HashMap<String, Vec<RoleBinding>> = HashMap::new();
+        for binding in role_bindings {
+            bindings_by_namespace
+                .entry(binding.metadata.namespace.clone())
+                .or_default()
+                .push(binding);
+        }
+        RbacStore {
+            cluster_roles,
+            roles: by_namespace,
+            cluster_role_bindings: Bindings::new(cluster_role_bindings, ""),
+            role_bindings: bindings_by_namespace
+                .into_iter()
+                .map(|(ns, items)| {
+                    let bindings = Bindings::new(items, &ns);
+                    (ns, bindings)
+                })
+                .collect(),
+        }
+    }
+
+    /// Every ClusterRole, ordered by name (the aggregation controller's order).
+    pub fn cluster_roles(&self) -> impl Iterator<Item = &ClusterRole> {
+        self.cluster_roles.values()
+    }
+
+    pub fn cluster_role(&self, name: &str) -> Option<&ClusterRole> {
+        self.cluster_roles.get(name)
+    }
+
+    pub fn role(&self, namespace: &str, name: &str) -> Option<&Role> {
+        self.roles.get(namespace)?.get(name)
+    }
+
+    pub fn cluster_role_bindings(&self) -> &[RoleBinding] {
+        &self.cluster_role_bindings.items
+    }
+
+    /// The RoleBindings of `namespace`.
+    pub fn role_bindings(&self, namespace: &str) -> &[RoleBinding] {
+        self.role_bindings
+            .get(namespace)
+            .map(|b| b.items.as_slice())
+            .unwrap_or_default()
+    }
+
+    /// rules reached through ClusterRoleBindings, plus RoleBindings of `namespace` when non-empty; dangling roleRefs contribute nothing
+    pub fn rules_for(&self, user: &UserInfo, namespace: &str) -> Vec<PolicyRule> {
+        self.grants(user, namespace)
+            .into_iter()
+            .flat_map(|g| g.rules.iter().cloned())
+            .collect()
+    }
+
+    /// system:masters => allowed; else any rule of rules_for(user, attrs.namespace) allows attrs
+    pub fn authorize(&self, user: &UserInfo, attrs: &ResourceAttributes) -> Decision {
+        let namespace = attrs.namespace.as_deref().unwrap_or("");
+        self.decide(
+            user,
+            namespace,
+            |rule| rule_allows(rule, attrs),
+            || describe_request(attrs),
+        )
+    }
+
+    /// The same for a non-resource request (`get` on `/healthz`); only
+    /// ClusterRoleBindings can grant those.
+    pub fn authorize_non_resource(&self, user: &UserInfo, verb: &str, path: &str) -> Decision {
+        self.decide(
+            user,
+            "",
+            |rule| rule_allows_non_resource(rule, verb, path),
+            || format!("{verb} on the non-resource URL \"{path}\""),
+        )
+    }
+
+    fn decide(
+        &self,
+        user: &UserInfo,
+        namespace: &str,
+        allows: impl Fn(&PolicyRule) -> bool,
+        request: impl FnOnce() -> String,
+    ) -> Decision {
+        if user.in_group(SYSTEM_MASTERS) {
+            return Decision {
+                allowed: true,
+                reason: format!(
+                    "allowed: {} is in the {SYSTEM_MASTERS} group",
+                    user.describe()
+                ),
+            };
+        }
+        match self
+            .grants(user, namespace)
+            .into_iter()
+            .find(|g| g.rules.iter().any(&allows))
+        {
+            Some(grant) => Decision {
+                allowed: true,
+                reason: format!("RBAC: allowed by {}", grant.describe()),
+            },
+            None => Decision {
+                allowed: false,
+                reason: format!(
+                    "RBAC: no role bound to {} allows {}",
+                    user.describe(),
+                    request()
+                ),
+            },
+        }
+    }
+
+    /// ClusterRoleBindings first, then the RoleBindings of `namespace`,
+    /// as upstream `VisitRulesFor`. A binding whose role does not exist
+    /// grants nothing, as in the API server (the error is not fatal).
+    fn grants<'a>(&'a self, user: &UserInfo, namespace: &'a str) -> Vec<Grant<'a>> {
+        let cluster = self
+            .cluster_role_bindings
+            .applying_to(user)
+            .into_iter()
+            .map(|(binding, subject)| (binding, subject, ""));
+        let local = (!namespace.is_empty())
+            .then(|| self.role_bindings.get(namespace))
+            .flatten()
+            .into_iter()
+            .flat_map(|b| b.applying_to(user))
+            .map(|(binding, subject)| (binding, subject, namespace));
+        cluster
+            .chain(local)
+            .filter_map(|(binding, subject, ns)| {
+                Some(Grant {
+                    binding,
+                    subject,
+                    namespace: ns,
+                    rules: self.role_ref_rules(binding, ns)?,
+                })
+            })
+            .collect()
+    }
+
+    /// upstream `GetRoleReferenceRules`: by `roleRef.kind` only; a Role is
+    /// looked up in the binding's namespace ("" for a ClusterRoleBinding,
+    /// where no Role lives).
+    fn role_ref_rules(&self, binding: &RoleBinding, namespace: &str) -> Option<&[PolicyRule]> {
+        let name = &binding.role_ref.name;
+        match binding.role_ref.kind.as_str() {
+            "ClusterRole" => self.cluster_role(name).map(|r| r.rules.as_slice()),
+            "Role" => self.role(namespace, name).map(|r| r.rules.as_slice()),
+            _ => None,
+        }
+    }
+}
+
+/// `update on clusterroles.rbac.authorization.k8s.io "admin"`, the request
+/// in the words `kubectl auth can-i` uses.
+fn describe_request(attrs: &ResourceAttributes) -> String {
+    let group = attrs.group.as_deref().unwrap_or("");
+    let mut what = attrs.resource.clone();
+    if !group.is_empty() {
+        what = format!("{what}.{group}");
+    }
+    if let Some(sub) = attrs.subresource.as_deref().filter(|s| !s.is_empty()) {
+        what = format!("{what}/{sub}");
+    }
+    let mut text = format!("{} on {what}", attrs.verb);
+    if let Some(name) = attrs.name.as_deref().filter(|s| !s.is_empty()) {
+        text.push_str(&format!(" \"{name}\""));
+    }
+    match attrs.namespace.as_deref().filter(|s| !s.is_empty()) {
+        Some(ns) => text.push_str(&format!(" in namespace \"{ns}\"")),
+        None => text.push_str(" cluster-wide"),
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RoleRef;
+    use olm_guard_core::ObjectMeta;
+
+    fn meta(namespace: &str, name: &str) -> ObjectMeta {
+        ObjectMeta {
+            name: name.into(),
+            namespace: namespace.into(),
+            ..ObjectMeta::default()
+        }
+    }
+
+    fn cluster_role(name: &str, rules: Vec<PolicyRule>) -> ClusterRole {
+        ClusterRole {
+            metadata: meta("", name),
+            rules,
+            aggregation_rule: None,
+        }
+    }
+
+    fn role(namespace: &str, name: &str, rules: Vec<PolicyRule>) -> Role {
+        Role {
+            metadata: meta(namespace, name),
+            rules,
+        }
+    }
+
+    fn subject(kind: &str, name: &str, namespace: &str) -> Subject {
+        Subject {
+            kind: kind.into(),
+            name: name.into(),
+            namespace: namespace.into(),
+            api_group: String::new(),
+        }
+    }
+
+    fn binding(
+        namespace: &str,
+        name: &str,
+        kind: &str,
+        role: &str,
+        subjects: Vec<Subject>,
+    ) -> RoleBinding {
+        RoleBinding {
+            metadata: meta(namespace, name),
+            subjects,
+            role_ref: RoleRef {
+                api_group: "rbac.authorization.k8s.io".into(),
+                kind: kind.into(),
+                name: role.into(),
+            },
+        }
+    }
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
+            username: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
+        }
+    }
+
+    fn get_pods(namespace: &str) -> ResourceAttributes {
+        ResourceAttributes::new("get", "", "pods").namespace(namespace)
+    }
+
+    fn store() -> RbacStore {
+        RbacStore::new(
+            vec![
+                cluster_role(
+                    "pod-reader",
+                    vec![PolicyRule::resource(&["get"], &[""], &["pods"])],
+                ),
+                cluster_role(
+                    "secret-reader",
+                    vec![PolicyRule::resource(&["get"], &[""], &["secrets"])],
+                ),
+                cluster_role(
+                    "healthz",
+                    vec![PolicyRule::non_resource(&["get"], &["/healthz"])],
+                ),
+            ],
+            vec![role(
+                "team",
+                "cm-editor",
+                vec![PolicyRule::resource(&["update"], &[""], &["configmaps"])],
+            )],
+            vec![
+                binding(
+                    "",
+                    "readers",
+                    "ClusterRole",
+                    "pod-reader",
+                    vec![
+                        subject("Group", "readers", ""),
+                        subject("User", "alice", ""),
+                    ],
+                ),
+                binding(
+                    "",
+                    "sa-no-ns",
+                    "ClusterRole",
+                    "secret-reader",
+                    vec![subject("ServiceAccount", "bot", "")],
+                ),
+                binding(
+                    "",
+                    "sa-with-ns",
+                    "ClusterRole",
+                    "healthz",
+                    vec![subject("ServiceAccount", "bot", "ops")],
+                ),
+                binding(
+                    "",
+                    "dangling",
+                    "ClusterRole",
+                    "missing",
+                    vec![subject("User", "alice", "")],
+                ),
+                binding(
+                    "",
+                    "role-in-crb",
+                    "Role",
+                    "cm-editor",
+                    vec![subject("User", "alice", "")],
+                ),
+                binding(
+                    "",
+                    "odd-kind",
+                    "ClusterRole",
+                    "secret-reader",
+                    vec![subject("Robot", "alice", "")],
+                ),
+            ],
+            vec![
+                binding(
+                    "team",
+                    "edit-cm",
+                    "Role",
+                    "cm-editor",
+                    vec![subject("User", "bob", "")],
+                ),
+                binding(
+                    "team",
+                    "team-sa",
+                    "ClusterRole",
+                    "secret-reader",
+                    vec![subject("ServiceAccount", "builder", "")],
+                ),
+                binding(
+                    "team",
+                    "other-sa",
+                    "ClusterRole",
+                    "pod-reader",
+                    vec![subject("ServiceAccount", "x", "elsewhere")],
+                ),
+                binding(
+                    "team",
+                    "dangling-role",
+                    "Role",
+                    "missing",
+                    vec![subject("User", "bob", "")],
+                ),
+            ],
+        )
+    }
+
+    #[test]
+    fn subject_matching_table() {
+        let s = store();
+        let secrets = |ns: &str| ResourceAttributes::new("get", "", "secrets").namespace(ns);
+        let cm = |ns: &str| ResourceAttributes::new("update", "", "configmaps").namespace(ns);
+        let cases = [
+            ("user subject", user("alice", &[]), get_pods(""), true),
+            (
+                "user is case-sensitive",
+                user("Alice", &[]),
+                get_pods(""),
+                false,
+            ),
+            (
+                "group subject",
+                user("carol", &["readers"]),
+                get_pods("x"),
+                true,
+            ),
+            (
+                "other group",
+                user("carol", &["writers"]),
+                get_pods(""),
+                false,
+            ),
+            (
+                "SA without ns in CRB matches nobody",
+                user("system:serviceaccount::bot", &[]),
+                secrets(""),
+                false,
+            ),
+            (
+                "SA without ns in CRB matches no namespace",
+                user("system:serviceaccount:team:bot", &[]),
+                secrets("team"),
+                false,
+            ),
+            (
+                "SA with ns in CRB",
+                user("system:serviceaccount:ops:bot", &[]),
+                get_pods(""),
+                false,
+            ),
+            (
+                "SA ns defaults to the RoleBinding's",
+                user("system:serviceaccount:team:builder", &[]),
+                secrets("team"),
+                true,
+            ),
+            (
+                "SA in RoleBinding only in its namespace",
+                user("system:serviceaccount:team:builder", &[]),
+                secrets("other"),
+                false,
+            ),
+            (
+                "SA RoleBinding ignored cluster-wide",
+                user("system:serviceaccount:team:builder", &[]),
+                secrets(""),
+                false,
+            ),
+            (
+                "SA subject namespace wins",
+                user("system:serviceaccount:elsewhere:x", &[]),
+                get_pods("team"),
+                true,
+            ),
+            (
+                "SA subject namespace is exact",
+                user("system:serviceaccount:team:x", &[]),
+                get_pods("team"),
+                false,
+            ),
+            ("Role via RoleBinding", user("bob", &[]), cm("team"), true),
+            (
+                "RoleBindings ignored for namespace \"\"",
+                user("bob", &[]),
+                cm(""),
+                false,
+            ),
+            (
+                "RoleBinding of another namespace",
+                user("bob", &[]),
+                cm("other"),
+                false,
+            ),
+            (
+                "Role in a ClusterRoleBinding grants nothing",
+                user("alice", &[]),
+                cm("team"),
+                false,
+            ),
+            (
+                "unknown subject kind",
+                user("alice", &[]),
+                secrets(""),
+                false,
+            ),
+            (
+                "system:masters",
+                user("root", &["system:masters"]),
+                ResourceAttributes::new("escalate", "rbac.authorization.k8s.io", "clusterroles"),
+                true,
+            ),
+            ("nobody", user("", &[]), get_pods(""), false),
+        ];
+        for (what, u, attrs, want) in cases {
+            let d = s.authorize(&u, &attrs);
+            assert_eq!(d.allowed, want, "{what}: {}", d.reason);
+        }
+        let sa = user("system:serviceaccount:ops:bot", &[]);
+        assert!(s.authorize_non_resource(&sa, "get", "/healthz").allowed);
+        assert!(!s.authorize_non_resource(&sa, "get", "/metrics").allowed);
+    }
+
+    #[test]
+    fn rules_for_resolves_and_skips_dangling_refs() {
+        let s = store();
+        assert_eq!(
+            s.rules_for(&user("alice", &[]), "team"),
+            vec![PolicyRule::resource(&["get"], &[""], &["pods"])]
+        );
+        assert_eq!(
+            s.rules_for(&user("bob", &[]), "team"),
+            vec![PolicyRule::resource(&["update"], &[""], &["configmaps"])]
+        );
+        assert!(s.rules_for(&user("bob", &[]), "").is_empty());
+        // A user matched by two subjects of one binding gets its rules once.
+        assert_eq!(s.rules_for(&user("alice", &["readers"]), "").len(), 1);
+    }
+
+    #[test]
+    fn reasons_name_the_grant() {
+        let s = store();
+        let d = s.authorize(&user("carol", &["readers"]), &get_pods(""));
+        assert_eq!(
+            d.reason,
+            "RBAC: allowed by ClusterRoleBinding \"readers\" of ClusterRole \"pod-reader\" to Group \"readers\""
+        );
+        let d = s.authorize(
+            &user("system:serviceaccount:team:builder", &[]),
+            &ResourceAttributes::new("get", "", "secrets").namespace("team"),
+        );
+        assert_eq!(
+            d.reason,
+            "RBAC: allowed by RoleBinding \"team-sa/team\" of ClusterRole \"secret-reader\" to ServiceAccount \"builder/team\""
+        );
+        let d = s.authorize(
+            &user("dave", &["devs"]),
+            &ResourceAttributes::new("update", "rbac.authorization.k8s.io", "clusterroles")
+                .name("admin"),
+        );
+        assert!(!d.allowed);
+        assert_eq!(
+            d.reason,
+            "RBAC: no role bound to user \"dave\" (groups=[devs]) allows update on clusterroles.rbac.authorization.k8s.io \"admin\" cluster-wide"
+        );
+        let d = s.authorize(&user("root", &["system:masters"]), &get_pods(""));
+        assert!(d.reason.contains("system:masters"), "{}", d.reason);
+    }
+
+    #[test]
+    fn accessors() {
+        let s = store();
+        let names: Vec<&str> = s
+            .cluster_roles()
+            .map(|r| r.metadata.name.as_str())
+            .collect();
+        assert_eq!(names, vec!["healthz", "pod-reader", "secret-reader"]);
+        assert!(s.cluster_role("pod-reader").is_some());
+        assert!(s.role("team", "cm-editor").is_some());
+        assert!(s.role("", "cm-editor").is_none());
+        assert_eq!(s.cluster_role_bindings().len(), 6);
+        assert_eq!(s.role_bindings("team").len(), 4);
+        assert!(s.role_bindings("nowhere").is_empty());
+    }
+
+    /// Lookups go through the subject index: a store of many bindings
+    /// answers quickly for a user bound by few of them.
+    #[test]
+    fn large_store_is_indexed() {
+        let n = 5000;
+        let roles = (0..n)
+            .map(|i| {
+                cluster_role(
+                    &format!("role-{i}"),
+                    vec![PolicyRule::resource(&["get"], &["g"], &[&format!("r{i}")])],
+                )
+            })
+            .collect();
+        let bindings = (0..n)
+            .map(|i| {
+                binding(
+                    "",
+                    &format!("b-{i}"),
+                    "ClusterRole",
+                    &format!("role-{i}"),
+                    vec![subject("User", &format!("u-{i}"), "")],
+                )
+            })
+            .collect();
+        let s = RbacStore::new(roles, vec![], bindings, vec![]);
+        let start = std::time::Instant::now();
+        for i in 0..n {
+            let u = user(&format!("u-{i}"), &["system:authenticated"]);
+            assert!(
+                s.authorize(&u, &ResourceAttributes::new("get", "g", &format!("r{i}")))
+                    .allowed
+            );
+            assert!(
+                !s.authorize(&u, &ResourceAttributes::new("get", "g", "other"))
+                    .allowed
+            );
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+}

@@ -1,0 +1,283 @@
+//! RBAC objects (`rbac.authorization.k8s.io/v1`), lenient on input.
+//!
+//! Every field defaults and every `null` reads as absent, as the API server
+//! treats them, so a policy reasons about odd but legal objects instead of
+//! failing to parse them. Serialisation writes Kubernetes JSON back (empty
+//! optional lists omitted), so these types can be handed to the host too.
+
+use std::collections::BTreeMap;
+
+use olm_guard_core::{ObjectMeta, nullable};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Reads an RBAC object from JSON. The error names the offending field
+/// (`rules[1].verbs: invalid type: string "get", expected a sequence`), so a
+/// policy can tell the user exactly what to fix.
+pub fn from_json<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            e.into_inner().to_string()
+        } else {
+            format!("{path}: {}", e.into_inner())
+        }
+    })
+}
+
+/// One rule of a Role or ClusterRole.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PolicyRule {
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub verbs: Vec<String>,
+    #[serde(
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub api_groups: Vec<String>,
+    #[serde(
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub resources: Vec<String>,
+    #[serde(
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub resource_names: Vec<String>,
+    #[serde(
+        rename = "nonResourceURLs",
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub non_resource_urls: Vec<String>,
+}
+
+/// `metav1.LabelSelector`. Evaluate it through [`crate::Selector`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LabelSelector {
+    #[serde(
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LabelSelectorRequirement {
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub key: String,
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub operator: String,
+    #[serde(
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AggregationRule {
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub cluster_role_selectors: Vec<LabelSelector>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ClusterRole {
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub metadata: ObjectMeta,
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub rules: Vec<PolicyRule>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregation_rule: Option<AggregationRule>,
+}
+
+impl ClusterRole {
+    /// upstream `hasAggregationRule`: a rule with no selectors aggregates
+    /// nothing and so needs no privilege.
+    pub fn has_aggregation_rule(&self) -> bool {
+        self.aggregation_rule
+            .as_ref()
+            .is_some_and(|a| !a.cluster_role_selectors.is_empty())
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Role {
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub metadata: ObjectMeta,
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub rules: Vec<PolicyRule>,
+}
+
+/// A subject of a binding. `kind` is `User`, `Group` or `ServiceAccount`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Subject {
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub kind: String,
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub name: String,
+    #[serde(
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub namespace: String,
+    #[serde(
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub api_group: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RoleRef {
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub api_group: String,
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub kind: String,
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub name: String,
+}
+
+/// A RoleBinding or a ClusterRoleBinding: the two have the same shape, and a
+/// ClusterRoleBinding simply has no namespace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RoleBinding {
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub metadata: ObjectMeta,
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub subjects: Vec<Subject>,
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub role_ref: RoleRef,
+}
+
+impl PolicyRule {
+    /// A resource rule (`verbs` on `apiGroups`/`resources`).
+    pub fn resource(verbs: &[&str], api_groups: &[&str], resources: &[&str]) -> PolicyRule {
+        PolicyRule {
+            verbs: strings(verbs),
+            api_groups: strings(api_groups),
+            resources: strings(resources),
+            ..PolicyRule::default()
+        }
+    }
+
+    /// A non-resource rule (`verbs` on `nonResourceURLs`).
+    pub fn non_resource(verbs: &[&str], urls: &[&str]) -> PolicyRule {
+        PolicyRule {
+            verbs: strings(verbs),
+            non_resource_urls: strings(urls),
+            ..PolicyRule::default()
+        }
+    }
+
+    /// The same rule restricted to `names`.
+    pub fn with_names(mut self, names: &[&str]) -> PolicyRule {
+        self.resource_names = strings(names);
+        self
+    }
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nulls_read_as_absent() {
+        let role: ClusterRole = serde_json::from_value(json!({
+            "metadata": {"name": "admin", "labels": null},
+            "rules": null,
+            "aggregationRule": {"clusterRoleSelectors": null}
+        }))
+        .unwrap();
+        assert_eq!(role.metadata.name, "admin");
+        assert!(role.rules.is_empty());
+        assert!(!role.has_aggregation_rule());
+
+        let rule: PolicyRule = serde_json::from_value(json!({
+            "verbs": ["get"], "apiGroups": null, "resources": ["pods"],
+            "resourceNames": null, "nonResourceURLs": null
+        }))
+        .unwrap();
+        assert_eq!(rule, PolicyRule::resource(&["get"], &[], &["pods"]));
+
+        let binding: RoleBinding = serde_json::from_value(json!({
+            "metadata": null, "subjects": null, "roleRef": null
+        }))
+        .unwrap();
+        assert_eq!(binding, RoleBinding::default());
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let err =
+            from_json::<ClusterRole>(&json!({"rules": [{"verbs": ["get"]}, {"verbs": "get"}]}))
+                .unwrap_err();
+        assert!(
+            err.starts_with("rules[1].verbs: invalid type: string"),
+            "{err}"
+        );
+        let err = from_json::<ClusterRole>(&json!({"aggregationRule": {"clusterRoleSelectors": [
+            {"matchLabels": {"a": 1}}]}}))
+        .unwrap_err();
+        assert!(
+            err.starts_with("aggregationRule.clusterRoleSelectors[0].matchLabels.a: "),
+            "{err}"
+        );
+        let err = from_json::<ClusterRole>(&json!("role")).unwrap_err();
+        assert!(err.starts_with("invalid type: string"), "{err}");
+    }
+
+    #[test]
+    fn aggregation_rule_needs_a_selector() {
+        let with = |selectors: serde_json::Value| -> ClusterRole {
+            serde_json::from_value(json!({"aggregationRule": {"clusterRoleSelectors": selectors}}))
+                .unwrap()
+        };
+        assert!(with(json!([{}])).has_aggregation_rule());
+        assert!(!with(json!([])).has_aggregation_rule());
+        assert!(!ClusterRole::default().has_aggregation_rule());
+    }
+
+    #[test]
+    fn serialises_kubernetes_json() {
+        let rule = PolicyRule::non_resource(&["get"], &["/healthz"]);
+        assert_eq!(
+            serde_json::to_value(&rule).unwrap(),
+            json!({"verbs": ["get"], "nonResourceURLs": ["/healthz"]})
+        );
+        let subject = Subject {
+            kind: "ServiceAccount".into(),
+            name: "default".into(),
+            namespace: "ns".into(),
+            api_group: String::new(),
+        };
+        assert_eq!(
+            serde_json::to_value(&subject).unwrap(),
+            json!({"kind": "ServiceAccount", "name": "default", "namespace": "ns"})
+        );
+        let round: PolicyRule =
+            serde_json::from_value(serde_json::to_value(&rule).unwrap()).unwrap();
+        assert_eq!(round, rule);
+    }
+}

@@ -1,0 +1,757 @@
+//! group-authorization: who may write revisions of a ClusterObjectSet group.
+//!
+//! Seed 000 makes `spec.group` the grouping of revisions and gates it with
+//! RBAC: `manage` on `clusterobjectsets/groups` named after the group. Without
+//! the gate, anyone who may create a ClusterObjectSet can inject a revision
+//! into another extension's group and take over its objects (domain.md §2.4).
+//!
+//! Contract rules (contracts.md, group-authorization):
+//! 1. `spec.group` must be a non-empty string.
+//! 2. UPDATE: a non-empty `oldObject.spec.group` cannot change.
+//! 3. The owner-name label, when present, must equal `spec.group`.
+//! 4. The requester must be authorized to `manage` `clusterobjectsets/groups`
+//!    named after the group (cluster-scoped).
+//! 5. DELETE: the same check on `oldObject.spec.group`, when it has one.
+//! 6. `backfillGroupFromLabel`: a CREATE/UPDATE without `spec.group` but with
+//!    the label gets `spec.group` from the label, then rules 1-4 apply.
+
+use olm_guard_core::protocol::ResourceAttributes;
+use olm_guard_core::{
+    AdmissionRequest, Cluster, ClusterExt, Operation, PolicySettings, UserInfo, Verdict,
+};
+use olm_guard_olm::cluster_object_set::{
+    ClusterObjectSet, GROUP, GROUPS_SUBRESOURCE, KIND, MANAGE_VERB, OWNER_NAME_LABEL, RESOURCE,
+    SpecGroup, describe_value, with_spec_field,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The seed's ValidatingAdmissionPolicy message; kept verbatim so that users
+/// and alerts moving from the VAP recognise it.
+pub const NOT_AUTHORIZED: &str = "user is not authorized to manage revisions in this group";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct Settings {
+    /// Migration aid (seed 000, "Backfill spec.group from the existing label
+    /// value"): copy the owner-name label into a missing `spec.group`.
+    pub backfill_group_from_label: bool,
+}
+
+impl PolicySettings for Settings {}
+
+pub fn validate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
+    if !request.targets(GROUP, KIND) {
+        return Verdict::accept();
+    }
+    match request.operation {
+        Operation::Create | Operation::Update => validate_write(request, settings, cluster),
+        Operation::Delete => validate_delete(request, cluster),
+        Operation::Connect => Verdict::accept(),
+    }
+}
+
+/// Rules 1-4 and 6 for CREATE and UPDATE.
+fn validate_write(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> Verdict {
+    let cos = match ClusterObjectSet::from_object(&request.object) {
+        Ok(cos) => cos,
+        Err(problem) => {
+            return Verdict::bad_request(format!("cannot read the ClusterObjectSet: {problem}"));
+        }
+    };
+    let old_group = match request.operation {
+        Operation::Update => spec_group_of(&request.old_object),
+        _ => None,
+    };
+
+    let (group, backfilled) = match (cos.spec_group(), cos.owner_label()) {
+        (SpecGroup::Name(group), _) => (group, false),
+        (SpecGroup::Unset, Some(label)) if settings.backfill_group_from_label => (label, true),
+        (SpecGroup::Unset, label) => {
+            return Verdict::deny(missing_group_message(label, old_group));
+        }
+        (SpecGroup::Invalid(value), _) => {
+            return Verdict::deny(invalid_group_message(value, old_group));
+        }
+    };
+
+    if let Some(old) = old_group.filter(|old| *old != group) {
+        return Verdict::deny(format!(
+            "spec.group is immutable: this ClusterObjectSet belongs to group \"{old}\" and the \
+             update would move it to \"{group}\"; keep spec.group: {old}, and create a new \
+             ClusterObjectSet to add a revision to group \"{group}\""
+        ));
+    }
+
+    if let Some(label) = cos.metadata.label(OWNER_NAME_LABEL).filter(|l| *l != group) {
+        return Verdict::deny(format!(
+            "label {OWNER_NAME_LABEL} is \"{label}\" but spec.group is \"{group}\": controllers \
+             that still group revisions by the label would put this revision into group \
+             \"{label}\"; set the label to \"{group}\" or remove it"
+        ));
+    }
+
+    if let Err(denial) = require_manage(cluster, &request.user_info, group) {
+        return denial;
+    }
+
+    if !backfilled {
+        return Verdict::accept();
+    }
+    match with_spec_field(&request.object, "group", Value::String(group.to_string())) {
+        Some(object) => Verdict::mutate(object).with_warning(format!(
+            "spec.group was set to \"{group}\" from label {OWNER_NAME_LABEL} \
+             (setting backfillGroupFromLabel)"
+        )),
+        // from_object accepted the object, so it and its spec are maps.
+        None => Verdict::bad_request("cannot set spec.group: spec is not a map of fields"),
+    }
+}
+
+/// Rule 5: deleting a revision is managing its group. Objects that never
+/// had `spec.group` are not gated: they belong to no group to protect.
+fn validate_delete(request: &AdmissionRequest, cluster: &dyn Cluster) -> Verdict {
+    let Some(group) = spec_group_of(&request.old_object) else {
+        return Verdict::accept();
+    };
+    match require_manage(cluster, &request.user_info, group) {
+        Ok(()) => Verdict::accept(),
+        Err(denial) => denial,
+    }
+}
+
+/// Rule 4: one SubjectAccessReview, exactly the seed's CEL
+/// `authorizer.group(..).resource('clusterobjectsets').subresource('groups')
+/// .name(group).check('manage')`, with no namespace: groups are cluster-wide.
+fn require_manage(cluster: &dyn Cluster, user: &UserInfo, group: &str) -> Result<(), Verdict> {
+    let attributes = ResourceAttributes::new(MANAGE_VERB, GROUP, RESOURCE)
+        .subresource(GROUPS_SUBRESOURCE)
+        .name(group);
+    match cluster.authorized(user, attributes) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Verdict::deny(format!(
+            "{NOT_AUTHORIZED}: {} may not manage group \"{group}\"; a cluster admin grants it \
+             with a ClusterRole rule {{apiGroups: [{GROUP}], resources: \
+             [{RESOURCE}/{GROUPS_SUBRESOURCE}], resourceNames: [{group}], verbs: [{MANAGE_VERB}]}} \
+             bound to this user by a ClusterRoleBinding",
+            user.describe()
+        ))),
+        Err(error) => Err(Verdict::context_unavailable(
+            &format!(
+                "whether {} may manage group \"{group}\" (kubernetes/can_i)",
+                user.describe()
+            ),
+            error,
+        )),
+    }
+}
+
+/// `spec.group` of a raw object when it is a non-empty string: the old
+/// object of an UPDATE or DELETE, which the API server has already stored.
+fn spec_group_of(object: &Value) -> Option<&str> {
+    object
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .filter(|group| !group.is_empty())
+}
+
+fn missing_group_message(label: Option<&str>, old_group: Option<&str>) -> String {
+    let fix = match (old_group, label) {
+        (Some(old), _) => format!(
+            "this ClusterObjectSet belongs to group \"{old}\" and the group cannot change: \
+             keep spec.group: {old}"
+        ),
+        (None, Some(label)) => format!(
+            "this ClusterObjectSet has label {OWNER_NAME_LABEL}=\"{label}\": set spec.group: \
+             {label} (or enable the setting backfillGroupFromLabel to copy the label \
+             automatically)"
+        ),
+        (None, None) => "set spec.group to the name of the revision group this \
+                         ClusterObjectSet belongs to (for revisions of a ClusterExtension, the \
+                         extension's name)"
+            .to_string(),
+    };
+    format!("spec.group is required: {fix}")
+}
+
+fn invalid_group_message(value: &Value, old_group: Option<&str>) -> String {
+    let fix = match old_group {
+        Some(old) => format!("keep spec.group: {old}"),
+        None => "write the group's name as a string, e.g. group: \"my-extension\"".to_string(),
+    };
+    format!(
+        "spec.group is {}; it must be a non-empty string: {fix}",
+        describe_value(value)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use olm_guard_core::protocol::{
+        CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+        SubjectAccessReviewStatus,
+    };
+    use olm_guard_core::{ContextError, NoCluster};
+    use olm_guard_snapshot::Snapshot;
+    use serde_json::json;
+    use std::cell::RefCell;
+
+    /// ClusterRoles and bindings in the shape of seed 000's examples.
+    const RBAC: &str = r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: widget-operator-revisions}
+rules:
+- apiGroups: [olm.operatorframework.io]
+  resources: [clusterobjectsets/groups]
+  resourceNames: [widget-operator]
+  verbs: [manage]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-widget-operator-revisions}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: widget-operator-revisions}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: all-revision-groups}
+rules:
+- apiGroups: [olm.operatorframework.io]
+  resources: [clusterobjectsets/groups]
+  verbs: [manage]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: installer-all-revision-groups}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: all-revision-groups}
+subjects:
+- {kind: ServiceAccount, name: installer, namespace: olmv1-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: bob-all-groups-in-a-namespace, namespace: olmv1-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: all-revision-groups}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+"#;
+
+    fn cluster() -> Snapshot {
+        Snapshot::from_yaml(RBAC).unwrap()
+    }
+
+    fn user(name: &str, groups: &[&str]) -> Value {
+        json!({"username": name, "groups": groups})
+    }
+
+    fn alice() -> Value {
+        user("alice", &["system:authenticated"])
+    }
+
+    fn installer() -> Value {
+        user(
+            "system:serviceaccount:olmv1-system:installer",
+            &[
+                "system:serviceaccounts",
+                "system:serviceaccounts:olmv1-system",
+            ],
+        )
+    }
+
+    fn cos(name: &str, spec: Value, labels: Value) -> Value {
+        json!({
+            "apiVersion": "olm.operatorframework.io/v1",
+            "kind": "ClusterObjectSet",
+            "metadata": {"name": name, "labels": labels},
+            "spec": spec,
+        })
+    }
+
+    fn widget(spec_extra: Value) -> Value {
+        let mut spec = json!({"revision": 1, "lifecycleState": "Active",
+                              "collisionProtection": "Prevent", "group": "widget-operator"});
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), spec_extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        cos("widget-operator-1", spec, json!({}))
+    }
+
+    fn request(operation: &str, user: Value, object: Value, old_object: Value) -> AdmissionRequest {
+        serde_json::from_value(json!({
+            "uid": "1",
+            "kind": {"group": "olm.operatorframework.io", "version": "v1", "kind": "ClusterObjectSet"},
+            "resource": {"group": "olm.operatorframework.io", "version": "v1",
+                         "resource": "clusterobjectsets"},
+            "name": "widget-operator-1",
+            "operation": operation,
+            "userInfo": user,
+            "object": object,
+            "oldObject": old_object,
+        }))
+        .unwrap()
+    }
+
+    fn create(user: Value, object: Value) -> AdmissionRequest {
+        request("CREATE", user, object, Value::Null)
+    }
+
+    fn run(request: &AdmissionRequest) -> Verdict {
+        validate(request, &Settings::default(), &cluster())
+    }
+
+    fn backfill() -> Settings {
+        Settings {
+            backfill_group_from_label: true,
+        }
+    }
+
+    fn message(verdict: &Verdict) -> &str {
+        verdict.message.as_deref().unwrap_or("")
+    }
+
+    fn assert_denied(verdict: &Verdict, parts: &[&str]) {
+        assert!(!verdict.allowed, "expected a denial, got {verdict:?}");
+        for part in parts {
+            assert!(
+                message(verdict).contains(part),
+                "{part:?} not in {:?}",
+                verdict.message
+            );
+        }
+        for debug in ["Some(", "None", "Object {", "String("] {
+            assert!(
+                !message(verdict).contains(debug),
+                "debug output in {:?}",
+                verdict.message
+            );
+        }
+    }
+
+    /// Records the SubjectAccessReviews a rule asks for.
+    #[derive(Default)]
+    struct Recorder {
+        reviews: RefCell<Vec<CanIRequest>>,
+    }
+
+    impl Cluster for Recorder {
+        fn list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
+            NoCluster.list_all(r)
+        }
+        fn list_by_namespace(
+            &self,
+            r: &ListResourcesByNamespaceRequest,
+        ) -> Result<Vec<u8>, ContextError> {
+            NoCluster.list_by_namespace(r)
+        }
+        fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
+            NoCluster.get(r)
+        }
+        fn can_i(&self, r: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
+            self.reviews.borrow_mut().push(r.clone());
+            Ok(SubjectAccessReviewStatus {
+                allowed: true,
+                ..Default::default()
+            })
+        }
+    }
+
+    #[test]
+    fn other_kinds_subresources_and_connect_are_not_looked_at() {
+        let mut pod = create(alice(), json!({"spec": {}}));
+        pod.kind.group = String::new();
+        pod.kind.kind = "Pod".into();
+        assert!(validate(&pod, &Settings::default(), &NoCluster).allowed);
+
+        let mut status = create(alice(), cos("x", json!({}), json!({})));
+        status.sub_resource = Some("status".into());
+        assert!(validate(&status, &Settings::default(), &NoCluster).allowed);
+
+        let connect = request("CONNECT", alice(), Value::Null, Value::Null);
+        assert!(validate(&connect, &Settings::default(), &NoCluster).allowed);
+    }
+
+    #[test]
+    fn rule1_a_group_is_required() {
+        let missing = run(&create(
+            alice(),
+            cos("x", json!({"revision": 1}), json!({})),
+        ));
+        assert_denied(&missing, &["spec.group is required", "set spec.group"]);
+        assert_eq!(missing.code, Some(403));
+
+        let empty = run(&create(alice(), widget(json!({"group": ""}))));
+        assert_denied(&empty, &["spec.group is required"]);
+
+        let null_spec = run(&create(alice(), cos("x", Value::Null, json!({}))));
+        assert_denied(&null_spec, &["spec.group is required"]);
+    }
+
+    #[test]
+    fn rule1_a_group_of_another_type_is_named() {
+        let number = run(&create(alice(), widget(json!({"group": 7}))));
+        assert_denied(&number, &["spec.group is a number (7)", "non-empty string"]);
+        let list = run(&create(alice(), widget(json!({"group": ["a"]}))));
+        assert_denied(&list, &["spec.group is a list"]);
+    }
+
+    #[test]
+    fn rule1_label_only_objects_are_told_about_the_label_and_the_setting() {
+        let legacy = cos(
+            "widget-operator-1",
+            json!({"revision": 1}),
+            json!({OWNER_NAME_LABEL: "widget-operator"}),
+        );
+        let verdict = run(&create(alice(), legacy));
+        assert_denied(
+            &verdict,
+            &[
+                "spec.group is required",
+                "set spec.group: widget-operator",
+                "backfillGroupFromLabel",
+            ],
+        );
+    }
+
+    #[test]
+    fn unreadable_objects_are_bad_requests_naming_the_field() {
+        let verdict = run(&create(alice(), json!({"spec": "group: x"})));
+        assert_denied(&verdict, &["spec is a string"]);
+        assert_eq!(verdict.code, Some(400));
+        let verdict = run(&create(alice(), json!([1, 2])));
+        assert_denied(&verdict, &["the object is a list"]);
+        let verdict = run(&create(alice(), Value::Null));
+        assert_denied(&verdict, &["the object is null"]);
+    }
+
+    #[test]
+    fn rule2_the_group_cannot_change() {
+        let old = widget(json!({}));
+        let new = widget(json!({"group": "gadget-operator"}));
+        let verdict = run(&request("UPDATE", alice(), new, old.clone()));
+        assert_denied(
+            &verdict,
+            &[
+                "spec.group is immutable",
+                "\"widget-operator\"",
+                "\"gadget-operator\"",
+            ],
+        );
+
+        let removed = widget(json!({"group": null}));
+        let verdict = run(&request("UPDATE", alice(), removed, old.clone()));
+        assert_denied(
+            &verdict,
+            &["spec.group is required", "keep spec.group: widget-operator"],
+        );
+
+        let unchanged = run(&request("UPDATE", alice(), old.clone(), old));
+        assert!(unchanged.allowed, "{unchanged:?}");
+    }
+
+    #[test]
+    fn rule2_an_old_object_without_a_group_may_gain_one() {
+        let old = cos("widget-operator-1", json!({"revision": 1}), json!({}));
+        let verdict = run(&request("UPDATE", alice(), widget(json!({})), old));
+        assert!(verdict.allowed, "{verdict:?}");
+    }
+
+    #[test]
+    fn rule3_the_owner_label_must_agree_with_the_group() {
+        let forged = cos(
+            "widget-operator-1",
+            json!({"group": "widget-operator", "revision": 1}),
+            json!({OWNER_NAME_LABEL: "cert-manager"}),
+        );
+        let verdict = run(&create(alice(), forged));
+        assert_denied(
+            &verdict,
+            &[
+                OWNER_NAME_LABEL,
+                "\"cert-manager\"",
+                "\"widget-operator\"",
+                "remove it",
+            ],
+        );
+
+        let agreeing = cos(
+            "widget-operator-1",
+            json!({"group": "widget-operator", "revision": 1}),
+            json!({OWNER_NAME_LABEL: "widget-operator"}),
+        );
+        assert!(run(&create(alice(), agreeing)).allowed);
+    }
+
+    #[test]
+    fn rule4_asks_exactly_the_seeds_authorizer_question() {
+        let recorder = Recorder::default();
+        let verdict = validate(
+            &create(alice(), widget(json!({}))),
+            &Settings::default(),
+            &recorder,
+        );
+        assert!(verdict.allowed);
+        let reviews = recorder.reviews.borrow();
+        assert_eq!(reviews.len(), 1);
+        let review = &reviews[0].subject_access_review;
+        assert_eq!(review.user, "alice");
+        assert_eq!(
+            review.groups,
+            Some(vec!["system:authenticated".to_string()])
+        );
+        let attributes = &review.resource_attributes;
+        assert_eq!(attributes.verb, "manage");
+        assert_eq!(
+            attributes.group.as_deref(),
+            Some("olm.operatorframework.io")
+        );
+        assert_eq!(attributes.resource, "clusterobjectsets");
+        assert_eq!(attributes.subresource.as_deref(), Some("groups"));
+        assert_eq!(attributes.name.as_deref(), Some("widget-operator"));
+        assert_eq!(attributes.namespace, None);
+    }
+
+    #[test]
+    fn rule4_a_grant_by_resource_name_covers_only_that_group() {
+        assert!(run(&create(alice(), widget(json!({})))).allowed);
+        let other = run(&create(alice(), widget(json!({"group": "cert-manager"}))));
+        assert_denied(
+            &other,
+            &[
+                NOT_AUTHORIZED,
+                "user \"alice\"",
+                "group \"cert-manager\"",
+                "resourceNames: [cert-manager]",
+            ],
+        );
+        assert_eq!(other.code, Some(403));
+    }
+
+    #[test]
+    fn rule4_the_extension_service_account_manages_every_group() {
+        for group in ["widget-operator", "cert-manager", "anything"] {
+            let verdict = run(&create(installer(), widget(json!({"group": group}))));
+            assert!(verdict.allowed, "{group}: {verdict:?}");
+        }
+        // A ServiceAccount of the same name in another namespace is another subject.
+        let impostor = user(
+            "system:serviceaccount:default:installer",
+            &["system:serviceaccounts"],
+        );
+        assert_denied(
+            &run(&create(impostor, widget(json!({})))),
+            &[NOT_AUTHORIZED],
+        );
+    }
+
+    #[test]
+    fn rule4_system_masters_is_always_authorized() {
+        let admin = user(
+            "kubernetes-admin",
+            &["system:masters", "system:authenticated"],
+        );
+        assert!(run(&create(admin, widget(json!({"group": "any-group"})))).allowed);
+    }
+
+    #[test]
+    fn rule4_a_namespaced_role_binding_grants_nothing_cluster_wide() {
+        let bob = user("bob", &["system:authenticated"]);
+        assert_denied(
+            &run(&create(bob, widget(json!({})))),
+            &[NOT_AUTHORIZED, "user \"bob\""],
+        );
+    }
+
+    #[test]
+    fn rule4_an_unanswered_review_fails_closed() {
+        let verdict = validate(
+            &create(alice(), widget(json!({}))),
+            &Settings::default(),
+            &NoCluster,
+        );
+        assert_denied(
+            &verdict,
+            &[
+                "kubernetes/can_i",
+                "fails closed",
+                "group \"widget-operator\"",
+            ],
+        );
+        assert_eq!(verdict.code, Some(500));
+    }
+
+    #[test]
+    fn rule4_updates_are_checked_too() {
+        let archived = widget(json!({"group": "cert-manager", "lifecycleState": "Archived"}));
+        let old = widget(json!({"group": "cert-manager"}));
+        assert_denied(
+            &run(&request("UPDATE", alice(), archived, old)),
+            &[NOT_AUTHORIZED],
+        );
+    }
+
+    #[test]
+    fn rule5_deleting_a_revision_needs_the_grant_on_its_group() {
+        let theirs = widget(json!({"group": "cert-manager"}));
+        let verdict = run(&request("DELETE", alice(), Value::Null, theirs));
+        assert_denied(&verdict, &[NOT_AUTHORIZED, "group \"cert-manager\""]);
+
+        let own = run(&request("DELETE", alice(), Value::Null, widget(json!({}))));
+        assert!(own.allowed, "{own:?}");
+    }
+
+    #[test]
+    fn rule5_objects_without_a_group_are_deleted_unchecked() {
+        let legacy = cos(
+            "x",
+            json!({"revision": 1}),
+            json!({OWNER_NAME_LABEL: "cert-manager"}),
+        );
+        let verdict = validate(
+            &request("DELETE", alice(), Value::Null, legacy),
+            &Settings::default(),
+            &NoCluster,
+        );
+        assert!(verdict.allowed);
+        let no_old = request("DELETE", alice(), Value::Null, Value::Null);
+        assert!(validate(&no_old, &Settings::default(), &NoCluster).allowed);
+    }
+
+    #[test]
+    fn rule6_backfill_copies_the_label_then_checks_it() {
+        let legacy = cos(
+            "widget-operator-1",
+            json!({"revision": 1, "lifecycleState": "Active"}),
+            json!({OWNER_NAME_LABEL: "widget-operator"}),
+        );
+        let verdict = validate(&create(alice(), legacy.clone()), &backfill(), &cluster());
+        assert!(verdict.allowed, "{verdict:?}");
+        let mut expected = legacy;
+        expected["spec"]["group"] = json!("widget-operator");
+        assert_eq!(verdict.mutated_object, Some(expected));
+        assert!(
+            verdict
+                .warnings
+                .iter()
+                .any(|w| w.contains("backfillGroupFromLabel"))
+        );
+
+        let theirs = cos(
+            "cert-manager-1",
+            json!({"revision": 1}),
+            json!({OWNER_NAME_LABEL: "cert-manager"}),
+        );
+        let verdict = validate(&create(alice(), theirs), &backfill(), &cluster());
+        assert_denied(&verdict, &[NOT_AUTHORIZED, "group \"cert-manager\""]);
+        assert_eq!(verdict.mutated_object, None);
+    }
+
+    #[test]
+    fn rule6_backfill_on_update_respects_the_old_group() {
+        let old = cos(
+            "x",
+            json!({"revision": 1}),
+            json!({OWNER_NAME_LABEL: "widget-operator"}),
+        );
+        let verdict = validate(
+            &request("UPDATE", alice(), old.clone(), old),
+            &backfill(),
+            &cluster(),
+        );
+        assert!(
+            verdict.allowed && verdict.mutated_object.is_some(),
+            "{verdict:?}"
+        );
+
+        let grouped = widget(json!({"group": "gadget"}));
+        let relabelled = cos(
+            "x",
+            json!({"revision": 1}),
+            json!({OWNER_NAME_LABEL: "widget-operator"}),
+        );
+        let verdict = validate(
+            &request("UPDATE", alice(), relabelled, grouped),
+            &backfill(),
+            &cluster(),
+        );
+        assert_denied(&verdict, &["spec.group is immutable"]);
+    }
+
+    #[test]
+    fn rule6_backfill_creates_a_null_spec_and_leaves_grouped_objects_alone() {
+        let bare = cos(
+            "x",
+            Value::Null,
+            json!({OWNER_NAME_LABEL: "widget-operator"}),
+        );
+        let verdict = validate(&create(alice(), bare), &backfill(), &cluster());
+        assert_eq!(
+            verdict
+                .mutated_object
+                .as_ref()
+                .and_then(|o| o.pointer("/spec/group")),
+            Some(&json!("widget-operator"))
+        );
+
+        let grouped = validate(&create(alice(), widget(json!({}))), &backfill(), &cluster());
+        assert!(grouped.allowed && grouped.mutated_object.is_none());
+
+        let unlabelled = validate(
+            &create(alice(), cos("x", json!({}), json!({}))),
+            &backfill(),
+            &cluster(),
+        );
+        assert_denied(&unlabelled, &["spec.group is required"]);
+    }
+
+    /// Shapes no API server would send; each gets a verdict, never a panic.
+    fn odd_values() -> Vec<Value> {
+        vec![
+            Value::Null,
+            json!(true),
+            json!(-1.5),
+            json!("spec"),
+            json!([{"spec": {"group": "g"}}]),
+            json!({"metadata": 1, "spec": {"group": "g"}}),
+            json!({"metadata": {"labels": null, "name": null}, "spec": {"group": null}}),
+            json!({"metadata": {"labels": {OWNER_NAME_LABEL: 7}}}),
+            json!({"metadata": {"labels": {OWNER_NAME_LABEL: "g"}}, "spec": []}),
+            json!({"spec": {"group": {"name": "g"}, "revision": "x"}}),
+            json!({"spec": {"group": "widget-operator"}, "metadata": {"labels": []}}),
+        ]
+    }
+
+    #[test]
+    fn odd_json_gets_a_verdict() {
+        for operation in ["CREATE", "UPDATE", "DELETE"] {
+            for object in odd_values() {
+                for old in odd_values() {
+                    for settings in [Settings::default(), backfill()] {
+                        let r = request(operation, alice(), object.clone(), old.clone());
+                        let verdict = validate(&r, &settings, &cluster());
+                        if !verdict.allowed {
+                            assert_denied(&verdict, &[]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn settings_default_off_and_reject_unknown_keys() {
+        let parsed: Settings = olm_guard_core::settings::parse(&Value::Null).unwrap();
+        assert!(!parsed.backfill_group_from_label);
+        let parsed: Settings =
+            olm_guard_core::settings::parse(&json!({"backfillGroupFromLabel": true})).unwrap();
+        assert!(parsed.backfill_group_from_label);
+        let err =
+            olm_guard_core::settings::parse::<Settings>(&json!({"backfill": true})).unwrap_err();
+        assert!(err.contains("backfill"), "{err}");
+    }
+}

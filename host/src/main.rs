@@ -1,0 +1,256 @@
+//! `olm-guard`: evaluate Kubewarden policy modules against AdmissionReviews
+//! and cluster snapshots, run scenario suites, and annotate modules.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use olm_guard_host::admission;
+use olm_guard_host::metadata::{METADATA_SECTION, Metadata, with_custom_section};
+use olm_guard_host::policy::Policy;
+use olm_guard_host::runtime::{Limits, Runtime};
+use olm_guard_host::scenario::{self, PolicyStore};
+use olm_guard_snapshot::Snapshot;
+
+#[derive(Parser)]
+#[command(
+    name = "olm-guard",
+    version,
+    about = "Run olm-guard (Kubewarden waPC) policy modules locally"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate one request; prints the AdmissionReview response.
+    Run(RunArgs),
+    /// Run every scenario directory below the given ones.
+    Test(TestArgs),
+    /// Embed metadata.yml into a module (`io.kubewarden.metadata`), as `kwctl annotate`.
+    Annotate(AnnotateArgs),
+}
+
+#[derive(Args)]
+struct LimitArgs {
+    /// Memory cap for a module instance, in MiB.
+    #[arg(long, default_value_t = 256)]
+    memory_limit_mib: usize,
+    /// Execution deadline for one call, in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    timeout_ms: u64,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            memory_bytes: self.memory_limit_mib << 20,
+            deadline: Duration::from_millis(self.timeout_ms),
+        }
+    }
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The policy module (.wasm).
+    #[arg(long)]
+    policy: PathBuf,
+    /// AdmissionReview or AdmissionRequest, JSON or YAML.
+    #[arg(long)]
+    request: PathBuf,
+    /// Policy settings, JSON or YAML.
+    #[arg(long)]
+    settings: Option<PathBuf>,
+    /// Cluster snapshot: multi-document YAML or a List; repeatable.
+    #[arg(long)]
+    cluster: Vec<PathBuf>,
+    /// metadata.yml to use instead of the module's embedded metadata.
+    #[arg(long)]
+    metadata: Option<PathBuf>,
+    /// Print the module's host calls to stderr.
+    #[arg(long)]
+    trace: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+#[derive(Args)]
+struct TestArgs {
+    /// Directories to search for scenarios (directories with expect.json).
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// Where `<policy>.wasm` modules are.
+    #[arg(long, default_value = "dist")]
+    dist: PathBuf,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+#[derive(Args)]
+struct AnnotateArgs {
+    /// The module to annotate.
+    module: PathBuf,
+    #[arg(short, long)]
+    metadata: PathBuf,
+    /// README to embed as `io.kubewarden.policy.usage`.
+    #[arg(short, long)]
+    usage: Option<PathBuf>,
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Test(args) => test(args),
+        Command::Annotate(args) => annotate(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("olm-guard: {}", one_line(&format!("{e:#}")));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let request = admission::admission_request(admission::read_document(&args.request)?)
+        .with_context(|| args.request.display().to_string())?;
+    let settings = admission::settings_object(match &args.settings {
+        Some(path) => Some(admission::read_document(path)?),
+        None => None,
+    })
+    .context("--settings")?;
+    let mut snapshot = Snapshot::new();
+    for path in &args.cluster {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        snapshot
+            .add_yaml(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    let runtime = Runtime::new(args.limits.limits())?;
+    let policy = Policy::load(&runtime, &args.policy, args.metadata.as_deref())?;
+    if policy.metadata.is_none() {
+        eprintln!(
+            "olm-guard: warning: {} has no embedded metadata and no --metadata: it may read no cluster resources",
+            args.policy.display()
+        );
+    }
+    policy.validate_settings(&settings)?;
+    let evaluation = policy
+        .validate(&request, &settings, Arc::new(snapshot))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.policy.display()))?;
+    if args.trace {
+        for call in &evaluation.calls {
+            match &call.outcome {
+                Ok(bytes) => eprintln!(
+                    "host call {} {} -> {bytes} bytes",
+                    call.capability, call.payload
+                ),
+                Err(e) => eprintln!(
+                    "host call {} {} -> error: {e}",
+                    call.capability, call.payload
+                ),
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &evaluation.response.into_review())?;
+    writeln!(out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
+    let dirs = scenario::discover(&args.dirs)?;
+    if dirs.is_empty() {
+        anyhow::bail!("no scenarios (directories with expect.json) below the given directories");
+    }
+    let runtime = Runtime::new(args.limits.limits())?;
+    let mut store = PolicyStore::new(&runtime, args.dist.clone());
+    let (mut passed, mut failed) = (0, 0);
+    let width = dirs
+        .iter()
+        .map(|d| display(d).len())
+        .max()
+        .unwrap_or(0)
+        .min(70);
+    for dir in &dirs {
+        let outcome = scenario::run(dir, &mut store);
+        let status = if outcome.passed() { "PASS" } else { "FAIL" };
+        println!(
+            "{status}  {:<width$}  {:<8}  {}",
+            display(dir),
+            outcome.verdict,
+            truncate(&one_line(&outcome.message), 100),
+        );
+        for failure in &outcome.failures {
+            println!("      - {}", one_line(failure));
+        }
+        if outcome.passed() {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn display(dir: &Path) -> String {
+    dir.display().to_string()
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
+}
+
+fn annotate(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.metadata)
+        .with_context(|| format!("cannot read {}", args.metadata.display()))?;
+    let mut metadata =
+        Metadata::from_yaml(&text).with_context(|| args.metadata.display().to_string())?;
+    // Like kwctl: ask the module for its protocol version; this also proves
+    // the module loads and speaks waPC.
+    let runtime = Runtime::new(Limits::default())?;
+    let policy = Policy::load(&runtime, &args.module, Some(&args.metadata))?;
+    metadata.protocol_version = Some(policy.protocol_version()?);
+    if let Some(usage) = &args.usage {
+        let readme = std::fs::read_to_string(usage)
+            .with_context(|| format!("cannot read {}", usage.display()))?;
+        metadata
+            .annotations
+            .insert("io.kubewarden.policy.usage".into(), readme);
+    }
+    metadata.annotations.insert(
+        "io.kubewarden.kwctl".into(),
+        format!("olm-guard {}", env!("CARGO_PKG_VERSION")),
+    );
+    let wasm = std::fs::read(&args.module)
+        .with_context(|| format!("cannot read {}", args.module.display()))?;
+    let annotated = with_custom_section(&wasm, METADATA_SECTION, &serde_json::to_vec(&metadata)?)?;
+    std::fs::write(&args.output, annotated)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,257 @@
+//! Scenario tests: a directory with `request.json`, optional `settings.json`
+//! and `cluster.yaml`, and `expect.json`, evaluated through the real module.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde::Deserialize;
+use serde_json::Value;
+
+use olm_guard_snapshot::Snapshot;
+
+use crate::admission::{self, AdmissionResponse};
+use crate::policy::Policy;
+use crate::runtime::Runtime;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub policy: String,
+    #[serde(default)]
+    pub allowed: Option<bool>,
+    #[serde(default)]
+    pub message_contains: Option<String>,
+    #[serde(default)]
+    pub warnings_contain: Vec<String>,
+    #[serde(default)]
+    pub no_warnings: bool,
+    #[serde(default)]
+    pub mutated: Option<bool>,
+    #[serde(default)]
+    pub patched_object_contains: Option<Value>,
+    /// The settings must be refused by `validate_settings` with this text.
+    #[serde(default)]
+    pub settings_error_contains: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// Every scenario directory below `roots`, sorted.
+pub fn discover(roots: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for root in roots {
+        if !root.is_dir() {
+            anyhow::bail!("{} is not a directory", root.display());
+        }
+        walk(root, &mut found)?;
+    }
+    found.sort();
+    Ok(found)
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    if dir.join("expect.json").is_file() {
+        found.push(dir.to_path_buf());
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            walk(&path, found)?;
+        }
+    }
+    Ok(())
+}
+
+/// Modules by policy name, compiled once per run.
+pub struct PolicyStore<'a> {
+    runtime: &'a Runtime,
+    dist: PathBuf,
+    loaded: HashMap<String, Arc<Policy>>,
+}
+
+impl<'a> PolicyStore<'a> {
+    pub fn new(runtime: &'a Runtime, dist: PathBuf) -> Self {
+        PolicyStore {
+            runtime,
+            dist,
+            loaded: HashMap::new(),
+        }
+    }
+
+    /// `dist/<name>.wasm`; metadata embedded, or else `policies/<name>/metadata.yml`.
+    pub fn get(&mut self, name: &str) -> anyhow::Result<Arc<Policy>> {
+        if let Some(policy) = self.loaded.get(name) {
+            return Ok(policy.clone());
+        }
+        let module = self.dist.join(format!("{name}.wasm"));
+        let mut policy = Policy::load(self.runtime, &module, None)?;
+        if policy.metadata.is_none() {
+            let fallback = Path::new("policies").join(name).join("metadata.yml");
+            if fallback.is_file() {
+                policy = Policy::load(self.runtime, &module, Some(&fallback))?;
+            }
+        }
+        let policy = Arc::new(policy);
+        self.loaded.insert(name.to_string(), policy.clone());
+        Ok(policy)
+    }
+}
+
+pub struct Outcome {
+    pub dir: PathBuf,
+    pub policy: String,
+    pub verdict: String,
+    pub message: String,
+    pub failures: Vec<String>,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+pub fn run(dir: &Path, store: &mut PolicyStore) -> Outcome {
+    let mut outcome = Outcome {
+        dir: dir.to_path_buf(),
+        policy: String::new(),
+        verdict: "error".into(),
+        message: String::new(),
+        failures: Vec::new(),
+    };
+    if let Err(e) = evaluate(dir, store, &mut outcome) {
+        outcome.failures.push(format!("{e:#}"));
+    }
+    outcome
+}
+
+fn evaluate(dir: &Path, store: &mut PolicyStore, outcome: &mut Outcome) -> anyhow::Result<()> {
+    let expect: Expect =
+        serde_json::from_value(admission::read_document(&dir.join("expect.json"))?)
+            .context("expect.json")?;
+    outcome.policy = expect.policy.clone();
+    let policy = store.get(&expect.policy)?;
+    let settings_path = dir.join("settings.json");
+    let settings = admission::settings_object(if settings_path.is_file() {
+        Some(admission::read_document(&settings_path)?)
+    } else {
+        None
+    })?;
+
+    let settings_check = policy.validate_settings(&settings);
+    if let Some(expected) = &expect.settings_error_contains {
+        match settings_check {
+            Ok(()) => outcome
+                .failures
+                .push("settings were accepted, expected a rejection".into()),
+            Err(e) => {
+                let text = format!("{e:#}");
+                outcome.verdict = "settings refused".into();
+                outcome.message = text.clone();
+                if !text.contains(expected.as_str()) {
+                    outcome.failures.push(format!(
+                        "settings error {text:?} does not contain {expected:?}"
+                    ));
+                }
+            }
+        }
+        return Ok(());
+    }
+    settings_check?;
+
+    let request =
+        admission::admission_request(admission::read_document(&dir.join("request.json"))?)?;
+    let cluster_path = dir.join("cluster.yaml");
+    let snapshot = if cluster_path.is_file() {
+        let text = std::fs::read_to_string(&cluster_path)?;
+        Snapshot::from_yaml(&text).map_err(|e| anyhow::anyhow!("cluster.yaml: {e}"))?
+    } else {
+        Snapshot::new()
+    };
+    let evaluation = policy.validate(&request, &settings, Arc::new(snapshot))?;
+    let response = evaluation.response;
+    outcome.verdict = verdict_word(&response).into();
+    outcome.message = response.message().to_string();
+    check(&expect, &request, &response, &mut outcome.failures)?;
+    Ok(())
+}
+
+fn verdict_word(response: &AdmissionResponse) -> &'static str {
+    match (response.allowed, response.patch.is_some()) {
+        (true, true) => "mutated",
+        (true, false) => "allowed",
+        (false, _) => "denied",
+    }
+}
+
+fn check(
+    expect: &Expect,
+    request: &Value,
+    response: &AdmissionResponse,
+    failures: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    if let Some(allowed) = expect.allowed
+        && response.allowed != allowed
+    {
+        failures.push(format!(
+            "expected allowed={allowed}, got allowed={} ({:?})",
+            response.allowed,
+            response.message()
+        ));
+    }
+    if let Some(text) = &expect.message_contains
+        && !response.message().contains(text.as_str())
+    {
+        failures.push(format!(
+            "message {:?} does not contain {text:?}",
+            response.message()
+        ));
+    }
+    let warnings = response.warnings.clone().unwrap_or_default();
+    for text in &expect.warnings_contain {
+        if !warnings.iter().any(|w| w.contains(text.as_str())) {
+            failures.push(format!(
+                "no warning contains {text:?} (warnings: {warnings:?})"
+            ));
+        }
+    }
+    if expect.no_warnings && !warnings.is_empty() {
+        failures.push(format!("expected no warnings, got {warnings:?}"));
+    }
+    if let Some(mutated) = expect.mutated
+        && response.patch.is_some() != mutated
+    {
+        failures.push(format!(
+            "expected mutated={mutated}, got patch {:?}",
+            response.decoded_patch()?
+        ));
+    }
+    if let Some(subset) = &expect.patched_object_contains {
+        match response.patched_object(request)? {
+            None => failures.push("expected a patch, the module did not mutate".into()),
+            Some(patched) => {
+                if let Some(path) = first_mismatch(subset, &patched, String::new()) {
+                    failures.push(format!("patched object differs at {path}: {patched}"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where `actual` does not contain `expected` (objects: subset; others: equal).
+pub fn first_mismatch(expected: &Value, actual: &Value, path: String) -> Option<String> {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            e.iter().find_map(|(key, value)| match a.get(key) {
+                Some(inner) => first_mismatch(value, inner, format!("{path}/{key}")),
+                None => Some(format!("{path}/{key} (missing)")),
+            })
+        }
+        _ if expected == actual => None,
+        _ => Some(if path.is_empty() { "/".into() } else { path }),
+    }
+}

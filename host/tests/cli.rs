@@ -1,0 +1,272 @@
+//! The `olm-guard` command line: what a user sees for bad inputs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn olm_guard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+        .args(args)
+        .output()
+        .expect("olm-guard runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A waPC guest whose `validate_settings` answers `settings_answer` and
+/// whose `validate` spins forever (`loop`) or answers `validate_answer`.
+fn guest(dir: &Path, settings_answer: &str, validate_answer: Option<&str>) -> PathBuf {
+    let escape = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    let validate = match validate_answer {
+        Some(answer) => format!(
+            "(call $respond (i32.const 2048) (i32.const {})) (return (i32.const 1))",
+            answer.len()
+        ),
+        None => "(loop $forever (br $forever))".to_string(),
+    };
+    let wat = format!(
+        r#"(module
+  (import "wapc" "__guest_request" (func $request (param i32 i32)))
+  (import "wapc" "__guest_response" (func $respond (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 1024) "{settings}")
+  (data (i32.const 2048) "{validate_data}")
+  (func (export "__guest_call") (param $op_len i32) (param $len i32) (result i32)
+    (call $request (i32.const 0) (i32.const 4096))
+    ;; validate_settings has 17 bytes, validate 8
+    (if (i32.eq (local.get $op_len) (i32.const 17))
+      (then (call $respond (i32.const 1024) (i32.const {settings_len})) (return (i32.const 1))))
+    {validate}
+    (i32.const 0)))"#,
+        settings = escape(settings_answer),
+        settings_len = settings_answer.len(),
+        validate_data = escape(validate_answer.unwrap_or("")),
+    );
+    let path = dir.join("guest.wasm");
+    std::fs::write(&path, wat::parse_str(&wat).expect("valid WAT")).unwrap();
+    path
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+const REQUEST: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
+ "request":{"uid":"u-1","operation":"CREATE","kind":{"group":"","version":"v1","kind":"ConfigMap"},
+ "userInfo":{"username":"alice"},"object":{"metadata":{"name":"x"}}}}"#;
+
+#[test]
+fn missing_request_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = guest(
+        dir.path(),
+        r#"{"valid":true}"#,
+        Some(r#"{"accepted":true}"#),
+    );
+    let out = olm_guard(&[
+        "run",
+        "--policy",
+        module.to_str().unwrap(),
+        "--request",
+        "/nonexistent/req.json",
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("olm-guard: cannot read /nonexistent/req.json"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+}
+
+#[test]
+fn unparsable_and_incomplete_requests_are_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = guest(
+        dir.path(),
+        r#"{"valid":true}"#,
+        Some(r#"{"accepted":true}"#),
+    );
+    let garbage = write(dir.path(), "garbage.json", "{not: [valid");
+    let out = olm_guard(&[
+        "run",
+        "--policy",
+        module.to_str().unwrap(),
+        "--request",
+        &garbage,
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is neither JSON nor YAML"),
+        "{}",
+        stderr(&out)
+    );
+
+    let no_op = write(dir.path(), "noop.json", r#"{"uid":"1","object":{}}"#);
+    let out = olm_guard(&[
+        "run",
+        "--policy",
+        module.to_str().unwrap(),
+        "--request",
+        &no_op,
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("has no operation"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn bad_module_and_bad_cluster_files_are_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = write(dir.path(), "req.json", REQUEST);
+    let not_wasm = write(dir.path(), "x.wasm", "\u{0}asm garbage");
+    let out = olm_guard(&["run", "--policy", &not_wasm, "--request", &request]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("not a loadable wasm module"),
+        "{}",
+        stderr(&out)
+    );
+
+    let module = guest(
+        dir.path(),
+        r#"{"valid":true}"#,
+        Some(r#"{"accepted":true}"#),
+    );
+    let cluster = write(
+        dir.path(),
+        "cluster.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: a\n",
+    );
+    let out = olm_guard(&[
+        "run",
+        "--policy",
+        module.to_str().unwrap(),
+        "--request",
+        &request,
+        "--cluster",
+        &cluster,
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("cluster.yaml: document 1: not valid YAML"),
+        "{err}"
+    );
+
+    let kindless = write(dir.path(), "kindless.yaml", "metadata: {name: a}\n");
+    let out = olm_guard(&[
+        "run",
+        "--policy",
+        module.to_str().unwrap(),
+        "--request",
+        &request,
+        "--cluster",
+        &kindless,
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("object \"a\" has no apiVersion and kind"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn invalid_settings_stop_with_the_modules_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = write(dir.path(), "req.json", REQUEST);
+    let module = guest(
+        dir.path(),
+        r#"{"valid":false,"message":"allowFeeding must be a list of names"}"#,
+        Some(r#"{"accepted":true}"#),
+    );
+    let settings = write(dir.path(), "s.yaml", "allowFeeding: yes\n");
+    let out = olm_guard(&[
+        "run",
+        "--policy",
+        module.to_str().unwrap(),
+        "--request",
+        &request,
+        "--settings",
+        &settings,
+    ]);
+    assert!(!out.status.success());
+    // The last line is the reason (a warning about missing metadata precedes it).
+    assert_eq!(
+        stderr(&out).trim_end().lines().last(),
+        Some("olm-guard: settings are not valid: allowFeeding must be a list of names")
+    );
+
+    let list = write(dir.path(), "list.yaml", "- a\n- b\n");
+    let out = olm_guard(&[
+        "run",
+        "--policy",
+        module.to_str().unwrap(),
+        "--request",
+        &request,
+        "--settings",
+        &list,
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("settings must be an object"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_looping_module_is_stopped_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = write(dir.path(), "req.json", REQUEST);
+    let module = guest(dir.path(), r#"{"valid":true}"#, None);
+    let out = olm_guard(&[
+        "run",
+        "--policy",
+        module.to_str().unwrap(),
+        "--request",
+        &request,
+        "--timeout-ms",
+        "50",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("exceeded the execution deadline of 50 ms"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_evaluated_request_prints_an_admission_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = write(dir.path(), "req.json", REQUEST);
+    let module = guest(
+        dir.path(),
+        r#"{"valid":true}"#,
+        Some(r#"{"accepted":false,"message":"no","code":403,"warnings":["w"]}"#),
+    );
+    let out = olm_guard(&[
+        "run",
+        "--policy",
+        module.to_str().unwrap(),
+        "--request",
+        &request,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let review: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(review["kind"], "AdmissionReview");
+    assert_eq!(
+        review["response"],
+        serde_json::json!({"uid": "u-1", "allowed": false,
+            "status": {"message": "no", "code": 403}, "warnings": ["w"]})
+    );
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds every policy module (or those named) into dist/<name>.wasm.
+#
+# Route 1: the rustup target wasm32-wasip1 when it is installed.
+# Route 2: otherwise Debian's rustc-web + rust-web-src, building std for
+#          wasm32-wasip1 ourselves (-Zbuild-std) and linking with wasm-ld
+#          against Debian's wasi-libc. `rustup target add` needs the network
+#          to rustup's servers, which some machines (ours, CI) do not have.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+POLICIES=("$@")
+if [ ${#POLICIES[@]} -eq 0 ]; then
+  for d in policies/*/; do POLICIES+=("$(basename "$d")"); done
+fi
+pkg_args=()
+for p in "${POLICIES[@]}"; do pkg_args+=(-p "$p"); done
+
+TARGET=wasm32-wasip1
+OUT_DIR=target/$TARGET/wasm
+
+have_rustup_target() {
+  command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx "$TARGET"
+}
+
+ensure_debian_route() {
+  local pkgs=(rustc-web cargo-web rust-web-src lld-19 wasi-libc wabt binaryen)
+  local missing=()
+  for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "build-wasm: installing ${missing[*]} (Debian route for $TARGET)" >&2
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "build-wasm: need root to apt-get install ${missing[*]}, or 'rustup target add $TARGET'" >&2
+      exit 1
+    fi
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+  fi
+}
+
+if have_rustup_target; then
+  echo "build-wasm: rustup target $TARGET" >&2
+  cargo build --profile wasm --target "$TARGET" "${pkg_args[@]}"
+else
+  ensure_debian_route
+  echo "build-wasm: Debian rustc $(/usr/bin/rustc --version | cut -d' ' -f2) with -Zbuild-std for $TARGET" >&2
+  RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc \
+  CARGO_TARGET_WASM32_WASIP1_LINKER=/usr/lib/llvm-19/bin/wasm-ld \
+  RUSTFLAGS="-C link-self-contained=no -L /usr/lib/wasm32-wasi" \
+    /usr/bin/cargo build --profile wasm --target "$TARGET" \
+      -Zbuild-std=std,panic_abort "${pkg_args[@]}"
+fi
+
+mkdir -p dist
+for p in "${POLICIES[@]}"; do
+  src="$OUT_DIR/${p//-/_}.wasm"
+  [ -f "$src" ] || { echo "build-wasm: $src was not produced" >&2; exit 1; }
+  if command -v wasm-opt >/dev/null 2>&1; then
+    wasm-opt -Os --all-features --strip-debug "$src" -o "dist/$p.wasm" 2>/dev/null || cp "$src" "dist/$p.wasm"
+  else
+    cp "$src" "dist/$p.wasm"
+  fi
+  echo "build-wasm: dist/$p.wasm ($(stat -c %s "dist/$p.wasm") bytes)" >&2
+done
