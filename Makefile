@@ -7,15 +7,17 @@
 # rustup wasm32-wasip1 target is absent).
 
 POLICIES := $(notdir $(patsubst %/,%,$(wildcard policies/*/)))
-HOST     := target/release/olm-guard
+# The dev profile optimises dependencies (wasmtime) already; one build of the
+# host then serves annotate, the scenario suite and `cargo test`.
+HOST     := target/debug/olm-guard
 CARGO    ?= cargo
 
-.PHONY: all examples test dist host wasm fmt-check lint unit scenarios clean
+.PHONY: all examples test dist host wasm fmt-check lint unit bench clean
 
 all: examples
 
 host:
-	$(CARGO) build --release -p olm-guard-host
+	$(CARGO) build -p olm-guard-host
 
 wasm:
 	scripts/build-wasm.sh $(POLICIES)
@@ -43,6 +45,10 @@ unit:
 # The host's scenario suite (host/tests/scenarios.rs) needs dist/.
 test: fmt-check lint dist unit
 	$(HOST) test testdata
+
+# Modules vs the same rules compiled natively, on the large built-in inputs.
+bench: dist
+	$(CARGO) run --release -p olm-guard-host -- bench --workload all
 
 clean:
 	rm -rf dist

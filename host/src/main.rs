@@ -11,10 +11,12 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use olm_guard_host::admission;
+use olm_guard_host::bench;
 use olm_guard_host::metadata::{METADATA_SECTION, Metadata, with_custom_section};
 use olm_guard_host::policy::Policy;
 use olm_guard_host::runtime::{Limits, Runtime};
 use olm_guard_host::scenario::{self, PolicyStore};
+use olm_guard_host::synthetic::Workload;
 use olm_guard_snapshot::Snapshot;
 
 #[derive(Parser)]
@@ -34,6 +36,8 @@ enum Command {
     Run(RunArgs),
     /// Run every scenario directory below the given ones.
     Test(TestArgs),
+    /// Measure modules against the same rules compiled natively (ratio of medians).
+    Bench(BenchArgs),
     /// Embed metadata.yml into a module (`io.kubewarden.metadata`), as `kwctl annotate`.
     Annotate(AnnotateArgs),
 }
@@ -94,6 +98,30 @@ struct TestArgs {
 }
 
 #[derive(Args)]
+struct BenchArgs {
+    /// Built-in large inputs: cos-10k, rbac-5k, og-2k, or all.
+    #[arg(long, conflicts_with = "request")]
+    workload: Option<String>,
+    /// A module to measure on --request/--cluster instead of a workload.
+    #[arg(long, requires = "request")]
+    policy: Option<PathBuf>,
+    #[arg(long)]
+    request: Option<PathBuf>,
+    #[arg(long)]
+    settings: Option<PathBuf>,
+    #[arg(long)]
+    cluster: Vec<PathBuf>,
+    /// Where workload modules (`<policy>.wasm`) are.
+    #[arg(long, default_value = "dist")]
+    dist: PathBuf,
+    /// Evaluations each way.
+    #[arg(long, default_value_t = 20)]
+    iterations: usize,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+#[derive(Args)]
 struct AnnotateArgs {
     /// The module to annotate.
     module: PathBuf,
@@ -111,6 +139,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Test(args) => test(args),
+        Command::Bench(args) => bench(args),
         Command::Annotate(args) => annotate(args),
     };
     match result {
@@ -126,22 +155,33 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let request = admission::admission_request(admission::read_document(&args.request)?)
-        .with_context(|| args.request.display().to_string())?;
-    let settings = admission::settings_object(match &args.settings {
+/// The request, settings and snapshot files every evaluating command takes.
+fn read_inputs(
+    request: &Path,
+    settings: Option<&Path>,
+    cluster: &[PathBuf],
+) -> anyhow::Result<(serde_json::Value, serde_json::Value, Snapshot)> {
+    let request = admission::admission_request(admission::read_document(request)?)
+        .with_context(|| request.display().to_string())?;
+    let settings = admission::settings_object(match settings {
         Some(path) => Some(admission::read_document(path)?),
         None => None,
     })
     .context("--settings")?;
     let mut snapshot = Snapshot::new();
-    for path in &args.cluster {
+    for path in cluster {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         snapshot
             .add_yaml(&text)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     }
+    Ok((request, settings, snapshot))
+}
+
+fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let (request, settings, snapshot) =
+        read_inputs(&args.request, args.settings.as_deref(), &args.cluster)?;
     let runtime = Runtime::new(args.limits.limits())?;
     let policy = Policy::load(&runtime, &args.policy, args.metadata.as_deref())?;
     if policy.metadata.is_none() {
@@ -224,6 +264,63 @@ fn truncate(text: &str, max: usize) -> String {
     } else {
         format!("{}…", text.chars().take(max).collect::<String>())
     }
+}
+
+fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let runtime = Runtime::new(args.limits.limits())?;
+    let mut reports = Vec::new();
+    if let (Some(module), Some(request)) = (&args.policy, &args.request) {
+        let (request, settings, snapshot) =
+            read_inputs(request, args.settings.as_deref(), &args.cluster)?;
+        let policy = Policy::load(&runtime, module, None)?;
+        reports.push(bench::measure(
+            "input",
+            &policy,
+            &request,
+            &settings,
+            Arc::new(snapshot),
+            args.iterations,
+        )?);
+    } else {
+        let wanted = args.workload.as_deref().unwrap_or("all");
+        let workloads: Vec<Workload> =
+            match wanted {
+                "all" => Workload::all(),
+                name => vec![Workload::by_name(name).with_context(|| {
+                    format!("no workload {name:?} (cos-10k, rbac-5k, og-2k, all)")
+                })?],
+            };
+        let mut store = PolicyStore::new(&runtime, args.dist.clone());
+        for workload in workloads {
+            let policy = store.get(workload.policy)?;
+            let report = bench::measure(
+                workload.name,
+                &policy,
+                &workload.request,
+                &workload.settings,
+                Arc::new(workload.snapshot()),
+                args.iterations,
+            )?;
+            if report.allowed != workload.expect_allowed {
+                anyhow::bail!(
+                    "workload {} was {} by {}, expected the opposite",
+                    workload.name,
+                    if report.allowed { "allowed" } else { "denied" },
+                    workload.policy
+                );
+            }
+            reports.push(report);
+        }
+    }
+    println!("{}", bench::Report::header());
+    for report in &reports {
+        println!("{}", report.row());
+    }
+    println!(
+        "(each evaluation: fresh wasm instance + host calls answered from the snapshot, vs the same rule native; {} runs each)",
+        args.iterations
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn annotate(args: AnnotateArgs) -> anyhow::Result<ExitCode> {

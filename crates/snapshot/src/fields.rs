@@ -56,6 +56,10 @@ impl FieldSelector {
         Ok(FieldSelector { requirements })
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
     pub fn matches(&self, meta: &ObjectMeta) -> bool {
         self.requirements.iter().all(|r| {
             let actual = match r.field {

@@ -7,6 +7,7 @@
 mod fields;
 mod load;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
@@ -16,6 +17,7 @@ use olm_guard_core::protocol::{
 };
 use olm_guard_core::{Cluster, ContextError, ObjectMeta, UserInfo};
 use olm_guard_rbac::{ClusterRole, RbacStore, Role, RoleBinding, Selector};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -47,6 +49,19 @@ const CLUSTER_SCOPED_KINDS: &[&str] = &[
     "ClusterAdmissionPolicy",
     "PolicyServer",
 ];
+
+/// A `List` as the host answers it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListOut<'a> {
+    api_version: &'a str,
+    kind: String,
+    metadata: Empty,
+    items: Vec<Cow<'a, Value>>,
+}
+
+#[derive(Serialize)]
+struct Empty {}
 
 /// Objects grouped by (apiVersion, kind), in the order they were read.
 #[derive(Default)]
@@ -144,23 +159,32 @@ impl Snapshot {
             .map_err(|e| ContextError(format!("invalid label selector: {e}")))?;
         let fields = FieldSelector::parse(field_selector.unwrap_or(""))
             .map_err(|e| ContextError(format!("invalid field selector: {e}")))?;
-        let items: Vec<Value> = self
+        let filtering = namespace.is_some() || !labels.is_everything() || !fields.is_empty();
+        let masks = field_masks.unwrap_or(&[]);
+        // Borrow unmasked objects: large lists are served on every request.
+        let items: Vec<Cow<'_, Value>> = self
             .of_type(api_version, kind)
             .iter()
             .filter(|object| {
+                if !filtering {
+                    return true;
+                }
                 let meta = ObjectMeta::of(object);
                 namespace.is_none_or(|ns| meta.namespace == ns)
                     && labels.matches(&meta.labels)
                     && fields.matches(&meta)
             })
-            .map(|object| fields::mask(object, field_masks.unwrap_or(&[])))
+            .map(|object| match masks {
+                [] => Cow::Borrowed(object),
+                _ => Cow::Owned(fields::mask(object, masks)),
+            })
             .collect();
-        let list = serde_json::json!({
-            "apiVersion": api_version,
-            "kind": format!("{kind}List"),
-            "metadata": {},
-            "items": items,
-        });
+        let list = ListOut {
+            api_version,
+            kind: format!("{kind}List"),
+            metadata: Empty {},
+            items,
+        };
         serde_json::to_vec(&list).map_err(|e| ContextError(e.to_string()))
     }
 }

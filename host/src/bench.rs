@@ -1,0 +1,143 @@
+//! `olm-guard bench`: a module against the same rule compiled natively, on
+//! the same snapshot and payload, in the same run. Figures are reported as
+//! the wasm/native ratio of medians: absolute times depend on the machine.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use olm_guard_snapshot::Snapshot;
+
+use crate::native;
+use crate::policy::Policy;
+
+/// Durations of repeated runs.
+#[derive(Debug, Clone, Default)]
+pub struct Samples(Vec<Duration>);
+
+impl Samples {
+    fn sorted(&self) -> Vec<Duration> {
+        let mut v = self.0.clone();
+        v.sort();
+        v
+    }
+
+    pub fn median(&self) -> Duration {
+        let v = self.sorted();
+        v.get(v.len() / 2).copied().unwrap_or_default()
+    }
+
+    pub fn p90(&self) -> Duration {
+        let v = self.sorted();
+        v.get((v.len() * 9 / 10).min(v.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    }
+}
+
+pub struct Report {
+    pub label: String,
+    pub policy: String,
+    pub objects: usize,
+    pub allowed: bool,
+    pub wasm: Samples,
+    pub native: Samples,
+}
+
+impl Report {
+    pub fn ratio(&self) -> f64 {
+        let native = self.native.median().as_secs_f64();
+        if native == 0.0 {
+            return f64::NAN;
+        }
+        self.wasm.median().as_secs_f64() / native
+    }
+
+    pub fn header() -> String {
+        format!(
+            "{:<12} {:<24} {:>8} {:>8} {:>12} {:>12} {:>12} {:>12} {:>8}",
+            "input",
+            "policy",
+            "objects",
+            "verdict",
+            "wasm p50",
+            "wasm p90",
+            "native p50",
+            "native p90",
+            "ratio"
+        )
+    }
+
+    pub fn row(&self) -> String {
+        format!(
+            "{:<12} {:<24} {:>8} {:>8} {:>12} {:>12} {:>12} {:>12} {:>7.1}x",
+            self.label,
+            self.policy,
+            self.objects,
+            if self.allowed { "allowed" } else { "denied" },
+            ms(self.wasm.median()),
+            ms(self.wasm.p90()),
+            ms(self.native.median()),
+            ms(self.native.p90()),
+            self.ratio(),
+        )
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Runs `iterations` evaluations each way (after one warm-up each) and
+/// checks that both ways reach the same verdict.
+pub fn measure(
+    label: &str,
+    policy: &Policy,
+    request: &Value,
+    settings: &Value,
+    snapshot: Arc<Snapshot>,
+    iterations: usize,
+) -> anyhow::Result<Report> {
+    let native_rule = native::rule(&policy.name)
+        .with_context(|| format!("no native baseline for a policy named {:?}", policy.name))?;
+    policy.validate_settings(settings)?;
+    let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
+
+    let wasm_verdict = policy
+        .validate(request, settings, snapshot.clone())
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .response;
+    let native_verdict = native_rule(&payload, &*snapshot);
+    if wasm_verdict.allowed != native_verdict.allowed {
+        bail!(
+            "wasm and native disagree: wasm allowed={} ({:?}), native allowed={} ({:?})",
+            wasm_verdict.allowed,
+            wasm_verdict.message(),
+            native_verdict.allowed,
+            native_verdict.message
+        );
+    }
+
+    let mut wasm = Vec::with_capacity(iterations);
+    let mut native = Vec::with_capacity(iterations);
+    for _ in 0..iterations.max(1) {
+        let start = Instant::now();
+        policy
+            .validate(request, settings, snapshot.clone())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        wasm.push(start.elapsed());
+        let start = Instant::now();
+        std::hint::black_box(native_rule(std::hint::black_box(&payload), &*snapshot));
+        native.push(start.elapsed());
+    }
+    Ok(Report {
+        label: label.to_string(),
+        policy: policy.name.clone(),
+        objects: snapshot.len(),
+        allowed: wasm_verdict.allowed,
+        wasm: Samples(wasm),
+        native: Samples(native),
+    })
+}
