@@ -10,7 +10,9 @@
 //! * [`GroupSurface`] / [`reconcile_api_intersection`]: `NewOperatorGroup`,
 //!   `GroupIntersection` and `ReconcileAPIIntersection` (groups.go);
 //! * [`ClusterServiceVersion::provided_apis`] / [`ClusterServiceVersion::is_copied`]:
-//!   `apiSurfaceOfCSV` (labeler.go) and `IsCopied` (operator-framework/api).
+//!   `apiSurfaceOfCSV` (labeler.go) and `IsCopied` (operator-framework/api);
+//!   [`ClusterServiceVersion::provides_same_apis`] compares two versions of
+//!   a CSV by that surface (admission of UPDATEs).
 //!
 //! The types are lenient (`null` = absent) because a policy must answer any
 //! JSON with a message, not a parse error.
@@ -666,6 +668,24 @@ impl ClusterServiceVersion {
             apis.insert(ApiKey::new(&api.group, &api.version, &api.kind));
         }
         Ok(apis)
+    }
+
+    /// Whether `other` provides the same APIs, the way OLM sees them: the
+    /// same [`provided_apis`](Self::provided_apis) set, so order,
+    /// descriptions and plurals do not matter. When a CRD name cannot be
+    /// parsed, the owned entries themselves must be equal: the same broken
+    /// entry is the same problem, any other edit is a change.
+    pub fn provides_same_apis(&self, other: &ClusterServiceVersion) -> bool {
+        match (self.provided_apis(), other.provided_apis()) {
+            (Ok(mine), Ok(theirs)) => mine == theirs,
+            (Err(_), Err(_)) => {
+                self.spec.custom_resource_definitions.owned
+                    == other.spec.custom_resource_definitions.owned
+                    && self.spec.api_service_definitions.owned
+                        == other.spec.api_service_definitions.owned
+            }
+            _ => false,
+        }
     }
 }
 
@@ -1661,6 +1681,52 @@ mod tests {
             csv(json!({"spec": {"apiservicedefinitions": {}, "customresourcedefinitions": null}}));
         assert!(c.provided_apis().unwrap().is_empty());
         assert!(csv(json!({})).provided_apis().unwrap().is_empty());
+    }
+
+    #[test]
+    fn provides_same_apis_compares_the_surface_not_the_text() {
+        let etcd = json!({"spec": {"customresourcedefinitions": {"owned": [
+            {"name": "etcdclusters.etcd.database.coreos.com", "version": "v1beta2", "kind": "EtcdCluster", "displayName": "etcd Cluster"},
+            {"name": "etcdbackups.etcd.database.coreos.com", "version": "v1beta2", "kind": "EtcdBackup"},
+        ]}}});
+        // Reordered, another description, another plural: the same APIs.
+        let reworded = json!({"spec": {"customresourcedefinitions": {"owned": [
+            {"name": "etcdbackupz.etcd.database.coreos.com", "version": "v1beta2", "kind": "EtcdBackup"},
+            {"name": "etcdclusters.etcd.database.coreos.com", "version": "v1beta2", "kind": "EtcdCluster", "displayName": "Cluster"},
+        ]}}});
+        assert!(csv(etcd.clone()).provides_same_apis(&csv(reworded)));
+        let mut new_version = etcd.clone();
+        new_version["spec"]["customresourcedefinitions"]["owned"][1]["version"] = json!("v1");
+        assert!(!csv(etcd.clone()).provides_same_apis(&csv(new_version)));
+        let mut with_api_service = etcd.clone();
+        with_api_service["spec"]["apiservicedefinitions"] = json!({"owned": [
+            {"group": "packages.operators.coreos.com", "version": "v1", "kind": "PackageManifest", "name": "packagemanifests"}
+        ]});
+        assert!(!csv(etcd.clone()).provides_same_apis(&csv(with_api_service)));
+        // `required` entries are not provided APIs.
+        let mut with_required = etcd.clone();
+        with_required["spec"]["customresourcedefinitions"]["required"] = json!([
+            {"name": "widgets.example.com", "version": "v1", "kind": "Widget"}
+        ]);
+        assert!(csv(etcd).provides_same_apis(&csv(with_required)));
+    }
+
+    #[test]
+    fn provides_same_apis_with_an_unparsable_crd_name() {
+        let broken = json!({"spec": {"customresourcedefinitions": {"owned": [
+            {"name": "widgets.example.com", "version": "v1", "kind": "Widget"},
+            {"name": "gadgets", "version": "v1", "kind": "Gadget"},
+        ]}}});
+        assert!(csv(broken.clone()).provides_same_apis(&csv(broken.clone())));
+        let mut fixed = broken.clone();
+        fixed["spec"]["customresourcedefinitions"]["owned"][1]["name"] =
+            json!("gadgets.example.com");
+        assert!(!csv(broken.clone()).provides_same_apis(&csv(fixed.clone())));
+        assert!(!csv(fixed).provides_same_apis(&csv(broken.clone())));
+        // Still broken, but another entry changed: a change.
+        let mut edited = broken.clone();
+        edited["spec"]["customresourcedefinitions"]["owned"][0]["kind"] = json!("Widget2");
+        assert!(!csv(broken).provides_same_apis(&csv(edited)));
     }
 
     #[test]

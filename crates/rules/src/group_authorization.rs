@@ -14,6 +14,15 @@
 //! 5. DELETE: the same check on `oldObject.spec.group`, when it has one.
 //! 6. `backfillGroupFromLabel`: a CREATE/UPDATE without `spec.group` but with
 //!    the label gets `spec.group` from the label, then rules 1-4 apply.
+//!
+//! An UPDATE is judged by what it changes. An object stored without
+//! `spec.group` (it predates grouping) that the update leaves without one is
+//! not denied by rule 1, or controllers could no longer archive it or remove
+//! its finalizers: rule 4 is asked for the group its owner-name label names
+//! instead (old and new label, so a relabel cannot move it out of a group
+//! the requester may not manage), and a warning asks for `spec.group`. With
+//! neither a group nor a label there is no group to protect: it is accepted
+//! with a warning, as rule 5 accepts its DELETE.
 
 use olm_guard_core::protocol::ResourceAttributes;
 use olm_guard_core::{
@@ -72,6 +81,11 @@ fn validate_write(
         (SpecGroup::Name(group), _) => (group, false),
         (SpecGroup::Unset, Some(label)) if settings.backfill_group_from_label => (label, true),
         (SpecGroup::Unset, label) => {
+            if request.operation == Operation::Update
+                && let Some(old) = stored_without_group(&request.old_object)
+            {
+                return update_without_group(cluster, &request.user_info, label, old.owner_label());
+            }
             return Verdict::deny(missing_group_message(label, old_group));
         }
         (SpecGroup::Invalid(value), _) => {
@@ -95,7 +109,7 @@ fn validate_write(
         ));
     }
 
-    if let Err(denial) = require_manage(cluster, &request.user_info, group) {
+    if let Err(denial) = require_manage(cluster, &request.user_info, group, "") {
         return denial;
     }
 
@@ -112,13 +126,71 @@ fn validate_write(
     }
 }
 
+/// The stored object of an UPDATE when it is readable and has no
+/// `spec.group` at all: an object that predates grouping. A `spec.group` of
+/// the wrong type, or an unreadable old object, is no such proof.
+fn stored_without_group(old_object: &Value) -> Option<ClusterObjectSet> {
+    ClusterObjectSet::from_object(old_object)
+        .ok()
+        .filter(|old| old.spec_group() == SpecGroup::Unset)
+}
+
+/// An UPDATE that leaves an object without `spec.group` as it was stored.
+/// Rule 4 is asked for each group its owner-name label names, before and
+/// after: the new label so that a forged one cannot be used, the old one so
+/// that a revision cannot be relabelled out of a group the requester may
+/// not manage.
+fn update_without_group(
+    cluster: &dyn Cluster,
+    user: &UserInfo,
+    label: Option<&str>,
+    old_label: Option<&str>,
+) -> Verdict {
+    let mut labels: Vec<&str> = label.into_iter().chain(old_label).collect();
+    labels.dedup();
+    for group in labels {
+        let whose = if label == Some(group) {
+            "its label"
+        } else {
+            "the label it is stored with"
+        };
+        let note = format!(
+            " (this ClusterObjectSet has no spec.group; its group is taken from {whose} \
+             {OWNER_NAME_LABEL}=\"{group}\")"
+        );
+        if let Err(denial) = require_manage(cluster, user, group, &note) {
+            return denial;
+        }
+    }
+    let warning = match (label, old_label) {
+        (Some(label), _) => format!(
+            "this ClusterObjectSet has no spec.group and was authorized by its label \
+             {OWNER_NAME_LABEL}=\"{label}\"; label-only revisions are accepted on UPDATE only, \
+             so that existing ones keep working: set spec.group: {label} (or enable the setting \
+             backfillGroupFromLabel to copy the label automatically)"
+        ),
+        (None, Some(old)) => format!(
+            "this ClusterObjectSet has no spec.group and the update removes its label \
+             {OWNER_NAME_LABEL}=\"{old}\" (authorized as a revision of group \"{old}\"), which \
+             leaves it in no revision group: set spec.group: {old} to keep it in its group"
+        ),
+        (None, None) => format!(
+            "this ClusterObjectSet has neither spec.group nor label {OWNER_NAME_LABEL}, so there \
+             is no revision group to authorize against; the update is allowed because the object \
+             predates grouping: set spec.group to the revision group it belongs to (for \
+             revisions of a ClusterExtension, the extension's name)"
+        ),
+    };
+    Verdict::accept().with_warning(warning)
+}
+
 /// Rule 5: deleting a revision is managing its group. Objects that never
 /// had `spec.group` are not gated: they belong to no group to protect.
 fn validate_delete(request: &AdmissionRequest, cluster: &dyn Cluster) -> Verdict {
     let Some(group) = spec_group_of(&request.old_object) else {
         return Verdict::accept();
     };
-    match require_manage(cluster, &request.user_info, group) {
+    match require_manage(cluster, &request.user_info, group, "") {
         Ok(()) => Verdict::accept(),
         Err(denial) => denial,
     }
@@ -127,14 +199,20 @@ fn validate_delete(request: &AdmissionRequest, cluster: &dyn Cluster) -> Verdict
 /// Rule 4: one SubjectAccessReview, exactly the seed's CEL
 /// `authorizer.group(..).resource('clusterobjectsets').subresource('groups')
 /// .name(group).check('manage')`, with no namespace: groups are cluster-wide.
-fn require_manage(cluster: &dyn Cluster, user: &UserInfo, group: &str) -> Result<(), Verdict> {
+/// `note` follows the group's name in a denial (where the group came from).
+fn require_manage(
+    cluster: &dyn Cluster,
+    user: &UserInfo,
+    group: &str,
+    note: &str,
+) -> Result<(), Verdict> {
     let attributes = ResourceAttributes::new(MANAGE_VERB, GROUP, RESOURCE)
         .subresource(GROUPS_SUBRESOURCE)
         .name(group);
     match cluster.authorized(user, attributes) {
         Ok(true) => Ok(()),
         Ok(false) => Err(Verdict::deny(format!(
-            "{NOT_AUTHORIZED}: {} may not manage group \"{group}\"; a cluster admin grants it \
+            "{NOT_AUTHORIZED}: {} may not manage group \"{group}\"{note}; a cluster admin grants it \
              with a ClusterRole rule {{apiGroups: [{GROUP}], resources: \
              [{RESOURCE}/{GROUPS_SUBRESOURCE}], resourceNames: [{group}], verbs: [{MANAGE_VERB}]}} \
              bound to this user by a ClusterRoleBinding",
@@ -707,6 +785,259 @@ subjects:
             &cluster(),
         );
         assert_denied(&unlabelled, &["spec.group is required"]);
+    }
+
+    /// A revision created before spec.group, grouped by the label alone
+    /// (no label at all when `label` is empty).
+    fn legacy(label: &str) -> Value {
+        let labels = if label.is_empty() {
+            json!({})
+        } else {
+            json!({OWNER_NAME_LABEL: label, "olm.operatorframework.io/owner-kind": "ClusterExtension"})
+        };
+        cos(
+            "legacy-1",
+            json!({"revision": 1, "lifecycleState": "Active", "collisionProtection": "Prevent"}),
+            labels,
+        )
+    }
+
+    /// The stored object archived: the update operator-controller sends.
+    fn archive(user: Value, old: &Value) -> AdmissionRequest {
+        let mut new = old.clone();
+        new["spec"]["lifecycleState"] = json!("Archived");
+        request("UPDATE", user, new, old.clone())
+    }
+
+    fn has_warning(verdict: &Verdict, parts: &[&str]) -> bool {
+        verdict
+            .warnings
+            .iter()
+            .any(|w| parts.iter().all(|part| w.contains(part)))
+    }
+
+    #[test]
+    fn legacy_update_is_authorized_by_its_label_and_warns() {
+        let old = legacy("widget-operator");
+        let verdict = run(&archive(alice(), &old));
+        assert!(verdict.allowed, "{verdict:?}");
+        assert_eq!(verdict.mutated_object, None);
+        assert!(
+            has_warning(
+                &verdict,
+                &[
+                    "no spec.group",
+                    "authorized by its label olm.operatorframework.io/owner-name=\"widget-operator\"",
+                    "set spec.group: widget-operator",
+                    "backfillGroupFromLabel",
+                ]
+            ),
+            "{verdict:?}"
+        );
+
+        // The label is what rule 4 asks about.
+        let recorder = Recorder::default();
+        let verdict = validate(&archive(alice(), &old), &Settings::default(), &recorder);
+        assert!(verdict.allowed, "{verdict:?}");
+        let reviews = recorder.reviews.borrow();
+        assert_eq!(reviews.len(), 1);
+        let attributes = &reviews[0].subject_access_review.resource_attributes;
+        assert_eq!(attributes.verb, "manage");
+        assert_eq!(attributes.subresource.as_deref(), Some("groups"));
+        assert_eq!(attributes.name.as_deref(), Some("widget-operator"));
+
+        // A CREATE of the same label-only object is still denied (rule 1).
+        assert_denied(
+            &run(&create(alice(), old)),
+            &["spec.group is required", "set spec.group: widget-operator"],
+        );
+    }
+
+    #[test]
+    fn legacy_update_of_another_groups_revision_is_denied() {
+        let theirs = legacy("cert-manager");
+        let verdict = run(&archive(alice(), &theirs));
+        assert_denied(
+            &verdict,
+            &[
+                NOT_AUTHORIZED,
+                "user \"alice\"",
+                "may not manage group \"cert-manager\" (this ClusterObjectSet has no spec.group; \
+                 its group is taken from its label olm.operatorframework.io/owner-name=\"cert-manager\")",
+                "resourceNames: [cert-manager]",
+            ],
+        );
+        assert_eq!(verdict.code, Some(403));
+        // The controller's ServiceAccount manages every group.
+        let verdict = run(&archive(installer(), &theirs));
+        assert!(verdict.allowed, "{verdict:?}");
+    }
+
+    #[test]
+    fn legacy_relabel_needs_the_old_and_the_new_group() {
+        // alice manages widget-operator only: she can neither pull a
+        // cert-manager revision into her group nor push hers out.
+        let mut into_mine = legacy("widget-operator");
+        let theirs = legacy("cert-manager");
+        into_mine["spec"]["lifecycleState"] = json!("Archived");
+        let verdict = run(&request("UPDATE", alice(), into_mine, theirs.clone()));
+        assert_denied(
+            &verdict,
+            &[
+                NOT_AUTHORIZED,
+                "group \"cert-manager\" (this ClusterObjectSet has no spec.group; its group is \
+                 taken from the label it is stored with",
+            ],
+        );
+
+        let verdict = run(&request(
+            "UPDATE",
+            alice(),
+            theirs.clone(),
+            legacy("widget-operator"),
+        ));
+        assert_denied(&verdict, &[NOT_AUTHORIZED, "group \"cert-manager\""]);
+
+        // Removing the label still needs the group it had.
+        let verdict = run(&request("UPDATE", alice(), legacy(""), theirs.clone()));
+        assert_denied(&verdict, &[NOT_AUTHORIZED, "group \"cert-manager\""]);
+        let verdict = run(&request(
+            "UPDATE",
+            alice(),
+            legacy(""),
+            legacy("widget-operator"),
+        ));
+        assert!(verdict.allowed, "{verdict:?}");
+        assert!(
+            has_warning(
+                &verdict,
+                &[
+                    "removes its label olm.operatorframework.io/owner-name=\"widget-operator\"",
+                    "no revision group",
+                    "set spec.group: widget-operator",
+                ]
+            ),
+            "{verdict:?}"
+        );
+
+        // Whoever manages both may relabel; both groups are asked about.
+        let recorder = Recorder::default();
+        let verdict = validate(
+            &request("UPDATE", installer(), legacy("widget-operator"), theirs),
+            &Settings::default(),
+            &recorder,
+        );
+        assert!(verdict.allowed, "{verdict:?}");
+        let asked: Vec<Option<String>> = recorder
+            .reviews
+            .borrow()
+            .iter()
+            .map(|r| r.subject_access_review.resource_attributes.name.clone())
+            .collect();
+        assert_eq!(
+            asked,
+            vec![
+                Some("widget-operator".to_string()),
+                Some("cert-manager".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn legacy_update_that_adds_a_label_is_authorized_by_it() {
+        let old = legacy("");
+        assert_denied(
+            &run(&request(
+                "UPDATE",
+                alice(),
+                legacy("cert-manager"),
+                old.clone(),
+            )),
+            &[NOT_AUTHORIZED, "group \"cert-manager\""],
+        );
+        let verdict = run(&request("UPDATE", alice(), legacy("widget-operator"), old));
+        assert!(verdict.allowed, "{verdict:?}");
+        assert!(has_warning(&verdict, &["set spec.group: widget-operator"]));
+    }
+
+    #[test]
+    fn legacy_update_with_a_label_fails_closed() {
+        let verdict = validate(
+            &archive(alice(), &legacy("widget-operator")),
+            &Settings::default(),
+            &NoCluster,
+        );
+        assert_denied(&verdict, &["kubernetes/can_i", "fails closed"]);
+        assert_eq!(verdict.code, Some(500));
+    }
+
+    #[test]
+    fn ungrouped_update_is_accepted_with_a_warning() {
+        // Neither spec.group nor the label: no group to protect, nothing to
+        // ask, so not even a failing authorizer stops it.
+        let bob = user("bob", &["system:authenticated"]);
+        for settings in [Settings::default(), backfill()] {
+            let verdict = validate(&archive(bob.clone(), &legacy("")), &settings, &NoCluster);
+            assert!(verdict.allowed, "{verdict:?}");
+            assert_eq!(verdict.mutated_object, None);
+            assert!(
+                has_warning(
+                    &verdict,
+                    &[
+                        "neither spec.group nor label olm.operatorframework.io/owner-name",
+                        "no revision group to authorize against",
+                        "predates grouping",
+                        "set spec.group",
+                    ]
+                ),
+                "{verdict:?}"
+            );
+        }
+        // CREATE is still denied, with or without backfill.
+        assert_denied(&run(&create(bob, legacy(""))), &["spec.group is required"]);
+    }
+
+    #[test]
+    fn backfill_still_wins_on_a_legacy_update() {
+        let verdict = validate(
+            &archive(alice(), &legacy("widget-operator")),
+            &backfill(),
+            &cluster(),
+        );
+        assert!(verdict.allowed, "{verdict:?}");
+        assert_eq!(
+            verdict
+                .mutated_object
+                .as_ref()
+                .and_then(|o| o.pointer("/spec/group")),
+            Some(&json!("widget-operator"))
+        );
+        assert!(!has_warning(&verdict, &["label-only revisions"]));
+    }
+
+    #[test]
+    fn the_legacy_exception_needs_a_stored_object_without_a_group() {
+        let label_only = legacy("widget-operator");
+        // No readable stored object: judged like a CREATE.
+        for old in [Value::Null, json!("x"), json!({"spec": [1]})] {
+            let verdict = run(&request("UPDATE", alice(), label_only.clone(), old));
+            assert_denied(&verdict, &["spec.group is required"]);
+        }
+        // A stored group of the wrong type is no proof of a legacy object.
+        let mut odd_old = label_only.clone();
+        odd_old["spec"]["group"] = json!(7);
+        let verdict = run(&request("UPDATE", alice(), label_only.clone(), odd_old));
+        assert_denied(&verdict, &["spec.group is required"]);
+        // A stored group stays required (rule 2).
+        let mut grouped_old = label_only.clone();
+        grouped_old["spec"]["group"] = json!("widget-operator");
+        let verdict = run(&request("UPDATE", alice(), label_only.clone(), grouped_old));
+        assert_denied(&verdict, &["keep spec.group: widget-operator"]);
+        // A new group of the wrong type is still named (rule 1).
+        let mut odd_new = label_only.clone();
+        odd_new["spec"]["group"] = json!(7);
+        let verdict = run(&request("UPDATE", alice(), odd_new, label_only));
+        assert_denied(&verdict, &["spec.group is a number (7)"]);
     }
 
     /// Shapes no API server would send; each gets a verdict, never a panic.

@@ -3,20 +3,30 @@
 //!
 //! OLM only finds such conflicts while syncing, by failing a CSV after the
 //! fact. This rule runs OLM's own algorithm ([`olm_guard_olm::operator_group`])
-//! at admission:
+//! at admission. It judges what a request changes: it stops new conflicts,
+//! but never blocks an UPDATE of an object whose conflict already existed
+//! (OLM writes `olm.providedAPIs` and other metadata with plain UPDATEs, and
+//! admins must be able to repair a conflict step by step).
 //!
 //! OperatorGroup, CREATE and UPDATE:
 //! 1. `spec.targetNamespaces` must not contain `""` and `spec.selector` must
 //!    be a valid label selector: OLM cannot resolve the group's targets
 //!    otherwise.
-//! 2. Another OperatorGroup in the same namespace: deny
-//!    `TooManyOperatorGroups` (an UPDATE of the group itself is not another).
+//! 2. Another OperatorGroup in the same namespace: deny a CREATE
+//!    `TooManyOperatorGroups`. On UPDATE the other group predates the
+//!    request: accept with a warning naming it.
 //! 3. Another OperatorGroup whose targets intersect this group's and whose
-//!    `olm.providedAPIs` shares an API with this group's: deny
+//!    `olm.providedAPIs` shares an API with this group's is a conflict
+//!    (other group + shared APIs). This group's targets come from its spec;
+//!    the other groups' from `status.namespaces`, or from their spec while
+//!    OLM has not synced them yet. CREATE: deny every conflict
 //!    `InterOperatorGroupOwnerConflict`, naming the group, the APIs and the
-//!    shared namespaces. This group's targets come from its spec; the other
-//!    groups' from `status.namespaces`, or from their spec while OLM has not
-//!    synced them yet.
+//!    shared namespaces. UPDATE: the old object's conflicts are computed the
+//!    same way (its spec, an unresolvable one targeting nothing) from the
+//!    lists already fetched; deny only what is new (another group, or APIs
+//!    shared now and not before), and warn about conflicts that persist.
+//!    The namespaces of an overlap do not make it new: OLM fails the same
+//!    CSVs, those in this group's namespace providing the shared APIs.
 //!
 //! ClusterServiceVersion, CREATE and UPDATE:
 //! 4. Copied CSVs, and CSVs in a namespace without exactly one OperatorGroup,
@@ -28,6 +38,14 @@
 //!    `InterOperatorGroupOwnerConflict`; a non-static group that would have
 //!    to remove APIs → deny (OLM removes them, and the next sync is a
 //!    conflict); add or nothing to do → allow.
+//! 7. An UPDATE is judged by rules 5 and 6 only when the CSV's provided APIs
+//!    (owned CRDs and API services, as OLM compares them) differ from the
+//!    old object's, or the old object was a copy. Otherwise it is accepted;
+//!    when rules 5 or 6 would deny, the reason becomes a warning, and a
+//!    failed lookup becomes a warning too (the verdict does not depend on it).
+//!
+//! An UPDATE without `oldObject` (the API server always sends one) is judged
+//! like a CREATE; an `oldObject` that cannot be read is a bad request.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
@@ -44,6 +62,7 @@ use olm_guard_olm::operator_group::{
 };
 use olm_guard_rbac::Selector;
 use serde::Deserialize;
+use serde_json::Value;
 
 const OPERATORS_GROUP: &str = "operators.coreos.com";
 const OPERATOR_GROUP_API_VERSION: &str = "operators.coreos.com/v1";
@@ -81,7 +100,7 @@ pub fn validate(
 // ---------------------------------------------------------------------------
 
 fn validate_operator_group(request: &AdmissionRequest, cluster: &dyn Cluster) -> Verdict {
-    let group = match read_operator_group(request) {
+    let group = match read_operator_group(request, &request.object, "request.object") {
         Ok(group) => group,
         Err(verdict) => return verdict,
     };
@@ -90,71 +109,173 @@ fn validate_operator_group(request: &AdmissionRequest, cluster: &dyn Cluster) ->
         Ok(targets) => targets,
         Err(error) => return Verdict::deny(unresolvable_targets_message(&group, &error)),
     };
+    let old = match old_object(request) {
+        Some(object) => match read_operator_group(request, object, "request.oldObject") {
+            Ok(old) => Some(old),
+            Err(verdict) => return verdict,
+        },
+        None => None,
+    };
     let groups = match list_operator_groups(cluster) {
         Ok(groups) => groups,
-        Err(verdict) => return verdict,
+        Err(error) => return operator_groups_unavailable(error),
     };
     let (namespace, name) = (&group.metadata.namespace, &group.metadata.name);
     let others: Vec<&OperatorGroup> = groups
         .iter()
         .filter(|other| !other.is_same_group(namespace, name))
         .collect();
+    let mut warnings = Vec::new();
 
-    // Rule 2.
+    // Rule 2. An UPDATE does not add a group: the others were there before
+    // it, and blocking the update would not remove them.
     let siblings: Vec<&OperatorGroup> = others
         .iter()
         .copied()
         .filter(|other| &other.metadata.namespace == namespace)
         .collect();
     if !siblings.is_empty() {
-        return Verdict::deny(too_many_groups_message(&group, &siblings));
+        if request.operation == Operation::Update {
+            warnings.push(too_many_groups_warning(&group, &siblings));
+        } else {
+            return Verdict::deny(too_many_groups_message(&group, &siblings));
+        }
     }
 
     // Rule 3. Only a group sharing an API can conflict, so targets (and the
     // Namespace list a selector needs) are resolved for those groups alone.
+    // On UPDATE the old object's conflicts are computed from the same lists,
+    // in the same pass, so that only the conflicts this request adds deny it.
     let own_apis = group.provided_apis();
-    let sharing: Vec<(&OperatorGroup, ApiSet)> = others
+    let old_apis = old.as_ref().map(OperatorGroup::provided_apis);
+    let sharing: Vec<Sharing> = others
         .iter()
         .filter_map(|other| {
-            let shared = own_apis.intersection(&other.provided_apis());
-            (!shared.is_empty()).then_some((*other, shared))
+            let apis = other.provided_apis();
+            let now = own_apis.intersection(&apis);
+            if now.is_empty() {
+                return None;
+            }
+            let before = old_apis
+                .as_ref()
+                .map(|old_apis| old_apis.intersection(&apis))
+                .unwrap_or_default();
+            Some(Sharing {
+                group: other,
+                now,
+                before,
+            })
         })
         .collect();
     if sharing.is_empty() {
-        return Verdict::accept();
+        return Verdict::accept().with_warnings(warnings);
     }
     let namespaces = NamespaceList::new(cluster);
     let own_targets = match spec_targets.resolve(|selector| namespaces.select(selector)) {
         Ok(targets) => target_set(&targets, namespace),
         Err(error) => return namespaces_unavailable(error),
     };
-    let mut overlaps = Vec::new();
-    for (other, apis) in sharing {
+    let old_targets = match &old {
+        Some(old) if sharing.iter().any(|s| !s.before.is_empty()) => {
+            match spec_target_set(old, &namespaces) {
+                Ok(targets) => targets,
+                Err(error) => return namespaces_unavailable(error),
+            }
+        }
+        _ => NamespaceSet::default(),
+    };
+    let mut added = Vec::new();
+    let mut kept = Vec::new();
+    for Sharing {
+        group: other,
+        now,
+        before,
+    } in sharing
+    {
         let other_targets = match listed_targets(other, &namespaces) {
             Ok(targets) => targets,
             Err(error) => return namespaces_unavailable(error),
         };
         let shared_namespaces = own_targets.intersection(&other_targets);
-        if !shared_namespaces.is_empty() {
-            overlaps.push(Overlap {
+        if shared_namespaces.is_empty() {
+            continue;
+        }
+        let conflicted_before = if !before.is_empty() && old_targets.intersects(&other_targets) {
+            before
+        } else {
+            ApiSet::new()
+        };
+        let new_apis = now.difference(&conflicted_before);
+        let kept_apis = now.intersection(&conflicted_before);
+        if !new_apis.is_empty() {
+            added.push(Overlap {
                 group: other.display_name(),
-                apis,
+                apis: new_apis,
+                namespaces: shared_namespaces.clone(),
+            });
+        }
+        if !kept_apis.is_empty() {
+            kept.push(Overlap {
+                group: other.display_name(),
+                apis: kept_apis,
                 namespaces: shared_namespaces,
             });
         }
     }
-    if overlaps.is_empty() {
-        return Verdict::accept();
+    if !kept.is_empty() {
+        kept.sort_by(|a, b| a.group.cmp(&b.group));
+        warnings.push(kept_conflicts_warning(&group, &kept));
     }
-    overlaps.sort_by(|a, b| a.group.cmp(&b.group));
-    Verdict::deny(group_conflict_message(&group, &overlaps))
+    if added.is_empty() {
+        return Verdict::accept().with_warnings(warnings);
+    }
+    added.sort_by(|a, b| a.group.cmp(&b.group));
+    let message = if old.is_some() {
+        update_conflict_message(&group, &added)
+    } else {
+        group_conflict_message(&group, &added)
+    };
+    Verdict::deny(message).with_warnings(warnings)
 }
 
-fn read_operator_group(request: &AdmissionRequest) -> Result<OperatorGroup, Verdict> {
-    let mut group = OperatorGroup::from_object(&request.object).map_err(|e| {
-        Verdict::bad_request(format!(
-            "request.object cannot be read as an OperatorGroup: {e}"
-        ))
+/// Another group sharing APIs with the admitted group (`now`), and those of
+/// them it shared with the old object (`before`); targets are not compared
+/// yet. A group sharing nothing now cannot be in conflict, whatever before.
+struct Sharing<'a> {
+    group: &'a OperatorGroup,
+    now: ApiSet,
+    before: ApiSet,
+}
+
+/// The object an UPDATE replaces. The API server always sends it; a request
+/// without one (hand-made) is judged like a CREATE.
+fn old_object(request: &AdmissionRequest) -> Option<&Value> {
+    (request.operation == Operation::Update && !request.old_object.is_null())
+        .then_some(&request.old_object)
+}
+
+/// The targets a group's spec resolves to (its own namespace added). A spec
+/// OLM cannot resolve targets nothing: OLM never syncs it.
+fn spec_target_set(
+    group: &OperatorGroup,
+    namespaces: &NamespaceList,
+) -> Result<NamespaceSet, ContextError> {
+    match group.spec.targets() {
+        Ok(targets) => Ok(target_set(
+            &targets.resolve(|selector| namespaces.select(selector))?,
+            &group.metadata.namespace,
+        )),
+        Err(_) => Ok(NamespaceSet::default()),
+    }
+}
+
+fn read_operator_group(
+    request: &AdmissionRequest,
+    object: &Value,
+    field: &str,
+) -> Result<OperatorGroup, Verdict> {
+    let mut group = OperatorGroup::from_object(object).map_err(|e| {
+        Verdict::bad_request(format!("{field} cannot be read as an OperatorGroup: {e}"))
     })?;
     complete_identity(&mut group.metadata, request, OPERATOR_GROUP_KIND)?;
     Ok(group)
@@ -196,6 +317,51 @@ fn too_many_groups_message(group: &OperatorGroup, siblings: &[&OperatorGroup]) -
     )
 }
 
+/// Rule 2 on UPDATE: the extra groups predate the request.
+fn too_many_groups_warning(group: &OperatorGroup, siblings: &[&OperatorGroup]) -> String {
+    let mut names: Vec<String> = siblings
+        .iter()
+        .map(|s| format!("\"{}\"", s.metadata.name))
+        .collect();
+    names.sort();
+    format!(
+        "TooManyOperatorGroups: namespace \"{namespace}\" has OperatorGroup {others} besides \
+         \"{name}\"; OLM fails every ClusterServiceVersion in it until one OperatorGroup is \
+         left. This UPDATE is allowed because it adds no group; delete the extra ones.",
+        namespace = group.metadata.namespace,
+        others = listing(&names),
+        name = group.metadata.name,
+    )
+}
+
+/// Rule 3 on UPDATE: conflicts the old object already had.
+fn kept_conflicts_warning(group: &OperatorGroup, kept: &[Overlap]) -> String {
+    format!(
+        "InterOperatorGroupOwnerConflict (existing before this UPDATE, which is allowed): \
+         OperatorGroup \"{name}\" provides APIs that other OperatorGroups provide in \
+         namespaces both target: {details}. OLM fails the ClusterServiceVersions providing them \
+         until the targets are disjoint or one group stops providing them.",
+        name = group.display_name(),
+        details = describe_overlaps(kept),
+    )
+}
+
+/// Rule 3 on UPDATE: `added` lists only what the old object did not share.
+fn update_conflict_message(group: &OperatorGroup, added: &[Overlap]) -> String {
+    format!(
+        "InterOperatorGroupOwnerConflict: this UPDATE of OperatorGroup \"{name}\" makes it \
+         provide (metadata.annotations[\"{PROVIDED_APIS_ANNOTATION}\"]) APIs that other \
+         OperatorGroups provide in namespaces both target, which the old object did not, so OLM \
+         would fail the ClusterServiceVersions providing them: {details}. Conflicts the group \
+         already had do not block an UPDATE. Keep the targets (spec.targetNamespaces or \
+         spec.selector; a group that targets specific namespaces also targets its own) and \
+         the provided APIs as they were, or remove the operator providing these APIs from one \
+         of the groups first.",
+        name = group.display_name(),
+        details = describe_overlaps(added),
+    )
+}
+
 fn group_conflict_message(group: &OperatorGroup, overlaps: &[Overlap]) -> String {
     format!(
         "InterOperatorGroupOwnerConflict: OperatorGroup \"{name}\" provides \
@@ -214,7 +380,7 @@ fn group_conflict_message(group: &OperatorGroup, overlaps: &[Overlap]) -> String
 // ---------------------------------------------------------------------------
 
 fn validate_csv(request: &AdmissionRequest, cluster: &dyn Cluster) -> Verdict {
-    let csv = match read_csv(request) {
+    let csv = match read_csv(request, &request.object, "request.object") {
         Ok(csv) => csv,
         Err(verdict) => return verdict,
     };
@@ -222,15 +388,61 @@ fn validate_csv(request: &AdmissionRequest, cluster: &dyn Cluster) -> Verdict {
     if csv.is_copied() {
         return Verdict::accept();
     }
+    let old = match old_object(request) {
+        Some(object) => match read_csv(request, object, "request.oldObject") {
+            Ok(old) => Some(old),
+            Err(verdict) => return verdict,
+        },
+        None => None,
+    };
+    // Rule 7: OLM reconciles a CSV's provided APIs, so an UPDATE that keeps
+    // them (OLM's own metadata writes, a new description) changes nothing
+    // this rule judges. A copy turning into an original is new to OLM.
+    let judged = old
+        .as_ref()
+        .is_none_or(|old| old.is_copied() || !old.provides_same_apis(&csv));
+    match (judged, csv_decision(&csv, cluster)) {
+        (_, Ok(None)) => Verdict::accept(),
+        (true, Ok(Some(reason))) => Verdict::deny(reason),
+        (true, Err(failed)) => Verdict::context_unavailable(failed.what, failed.error),
+        (false, Ok(Some(reason))) => Verdict::accept().with_warning(format!(
+            "{reason} This UPDATE is allowed because it does not change the APIs the \
+             ClusterServiceVersion provides (spec.customresourcedefinitions.owned, \
+             spec.apiservicedefinitions.owned): the problem predates it."
+        )),
+        (false, Err(failed)) => Verdict::accept().with_warning(format!(
+            "ClusterServiceVersion \"{namespace}/{name}\" was not checked against the \
+             OperatorGroups: looking up {what} failed ({error}). This UPDATE is allowed anyway \
+             because it does not change the APIs the CSV provides.",
+            namespace = csv.metadata.namespace,
+            name = csv.metadata.name,
+            what = failed.what,
+            error = failed.error,
+        )),
+    }
+}
+
+/// A context lookup that did not answer.
+struct LookupFailed {
+    what: &'static str,
+    error: ContextError,
+}
+
+/// Rules 4 (group count), 5 and 6 for a CSV that is not a copy: `None` when
+/// OLM would accept it, else the reason it would fail it.
+fn csv_decision(
+    csv: &ClusterServiceVersion,
+    cluster: &dyn Cluster,
+) -> Result<Option<String>, LookupFailed> {
     // Rule 5.
     let add = match csv.provided_apis() {
         Ok(apis) => apis,
-        Err(error) => return Verdict::deny(crd_name_message(&csv, &error)),
+        Err(error) => return Ok(Some(crd_name_message(csv, &error))),
     };
-    let groups = match list_operator_groups(cluster) {
-        Ok(groups) => groups,
-        Err(verdict) => return verdict,
-    };
+    let groups = list_operator_groups(cluster).map_err(|error| LookupFailed {
+        what: OPERATOR_GROUPS_LOOKUP,
+        error,
+    })?;
     let namespace = &csv.metadata.namespace;
     let mut in_namespace = groups
         .iter()
@@ -238,15 +450,16 @@ fn validate_csv(request: &AdmissionRequest, cluster: &dyn Cluster) -> Verdict {
     // Rule 4: without exactly one group OLM fails the CSV with
     // NoOperatorGroup or TooManyOperatorGroups before any intersection.
     let (Some(group), None) = (in_namespace.next(), in_namespace.next()) else {
-        return Verdict::accept();
+        return Ok(None);
     };
 
     // Rule 6.
     let namespaces = NamespaceList::new(cluster);
-    let own = match surface_of(group, &namespaces) {
-        Ok(surface) => surface,
-        Err(error) => return namespaces_unavailable(error),
+    let namespaces_failed = |error| LookupFailed {
+        what: NAMESPACES_LOOKUP,
+        error,
     };
+    let own = surface_of(group, &namespaces).map_err(namespaces_failed)?;
     // `intersecting` is "add ∩ APIs of the intersecting groups ≠ ∅", so a
     // group sharing none of the CSV's APIs cannot change the outcome: only
     // the others that do are resolved and passed on.
@@ -257,33 +470,32 @@ fn validate_csv(request: &AdmissionRequest, cluster: &dyn Cluster) -> Verdict {
         {
             continue;
         }
-        match surface_of(other, &namespaces) {
-            Ok(surface) => others.push(surface),
-            Err(error) => return namespaces_unavailable(error),
-        }
+        others.push(surface_of(other, &namespaces).map_err(namespaces_failed)?);
     }
     let outcome = reconcile_api_intersection(&add, &own, &others);
     let verdict = CsvVerdict {
-        csv: &csv,
+        csv,
         group,
         add: &add,
         overlaps: overlaps_with(&add, &own, &others),
     };
-    match (group.spec.static_provided_apis, outcome) {
-        (true, ApiReconciliation::AddApis) => Verdict::deny(verdict.static_add_message()),
-        (true, ApiReconciliation::RemoveApis) => Verdict::deny(verdict.static_remove_message()),
-        (_, ApiReconciliation::ApiConflict) => Verdict::deny(verdict.conflict_message()),
-        (false, ApiReconciliation::RemoveApis) => Verdict::deny(verdict.remove_message()),
-        (false, ApiReconciliation::AddApis) | (_, ApiReconciliation::NoApiConflict) => {
-            Verdict::accept()
-        }
-    }
+    Ok(match (group.spec.static_provided_apis, outcome) {
+        (true, ApiReconciliation::AddApis) => Some(verdict.static_add_message()),
+        (true, ApiReconciliation::RemoveApis) => Some(verdict.static_remove_message()),
+        (_, ApiReconciliation::ApiConflict) => Some(verdict.conflict_message()),
+        (false, ApiReconciliation::RemoveApis) => Some(verdict.remove_message()),
+        (false, ApiReconciliation::AddApis) | (_, ApiReconciliation::NoApiConflict) => None,
+    })
 }
 
-fn read_csv(request: &AdmissionRequest) -> Result<ClusterServiceVersion, Verdict> {
-    let mut csv = ClusterServiceVersion::from_object(&request.object).map_err(|e| {
+fn read_csv(
+    request: &AdmissionRequest,
+    object: &Value,
+    field: &str,
+) -> Result<ClusterServiceVersion, Verdict> {
+    let mut csv = ClusterServiceVersion::from_object(object).map_err(|e| {
         Verdict::bad_request(format!(
-            "request.object cannot be read as a ClusterServiceVersion: {e}"
+            "{field} cannot be read as a ClusterServiceVersion: {e}"
         ))
     })?;
     complete_identity(&mut csv.metadata, request, CSV_KIND)?;
@@ -409,26 +621,25 @@ fn overlaps_with(add: &ApiSet, own: &GroupSurface, others: &[GroupSurface]) -> V
 // Cluster context
 // ---------------------------------------------------------------------------
 
+const OPERATOR_GROUPS_LOOKUP: &str =
+    "the OperatorGroups of all namespaces (operators.coreos.com/v1)";
+const NAMESPACES_LOOKUP: &str =
+    "the Namespaces (v1), needed to resolve an OperatorGroup's spec.selector";
+
 /// Every OperatorGroup: one list call per request, whatever the cluster size.
-fn list_operator_groups(cluster: &dyn Cluster) -> Result<Vec<OperatorGroup>, Verdict> {
-    cluster
-        .list_all_as(&ListAllResourcesRequest::new(
-            OPERATOR_GROUP_API_VERSION,
-            OPERATOR_GROUP_KIND,
-        ))
-        .map_err(|e| {
-            Verdict::context_unavailable(
-                "the OperatorGroups of all namespaces (operators.coreos.com/v1)",
-                e,
-            )
-        })
+fn list_operator_groups(cluster: &dyn Cluster) -> Result<Vec<OperatorGroup>, ContextError> {
+    cluster.list_all_as(&ListAllResourcesRequest::new(
+        OPERATOR_GROUP_API_VERSION,
+        OPERATOR_GROUP_KIND,
+    ))
+}
+
+fn operator_groups_unavailable(error: ContextError) -> Verdict {
+    Verdict::context_unavailable(OPERATOR_GROUPS_LOOKUP, error)
 }
 
 fn namespaces_unavailable(error: ContextError) -> Verdict {
-    Verdict::context_unavailable(
-        "the Namespaces (v1), needed to resolve an OperatorGroup's spec.selector",
-        error,
-    )
+    Verdict::context_unavailable(NAMESPACES_LOOKUP, error)
 }
 
 /// The cluster's Namespaces, listed at most once and only when a selector
@@ -479,16 +690,9 @@ fn listed_targets(
     group: &OperatorGroup,
     namespaces: &NamespaceList,
 ) -> Result<NamespaceSet, ContextError> {
-    let own_namespace = &group.metadata.namespace;
-    if let Some(synced) = group.synced_namespaces() {
-        return Ok(target_set(synced, own_namespace));
-    }
-    match group.spec.targets() {
-        Ok(targets) => Ok(target_set(
-            &targets.resolve(|selector| namespaces.select(selector))?,
-            own_namespace,
-        )),
-        Err(_) => Ok(NamespaceSet::default()),
+    match group.synced_namespaces() {
+        Some(synced) => Ok(target_set(synced, &group.metadata.namespace)),
+        None => spec_target_set(group, namespaces),
     }
 }
 
@@ -664,6 +868,36 @@ mod tests {
 
     fn assert_allowed(verdict: &Verdict) {
         assert!(verdict.allowed, "expected allowed, got {verdict:?}");
+    }
+
+    /// An UPDATE from `old` to `new`, as the API server sends it.
+    fn update(kind: &str, old: Value, new: Value) -> AdmissionRequest {
+        let mut request = request("UPDATE", kind, new);
+        request.old_object = old;
+        request
+    }
+
+    /// The one warning containing every part.
+    fn assert_warned(verdict: &Verdict, parts: &[&str]) {
+        assert!(
+            verdict
+                .warnings
+                .iter()
+                .any(|w| parts.iter().all(|p| w.contains(p))),
+            "no warning contains all of {parts:?}: {:?}",
+            verdict.warnings
+        );
+        for warning in &verdict.warnings {
+            assert!(!warning.contains("Some("), "debug output in {warning}");
+        }
+    }
+
+    fn assert_no_warnings(verdict: &Verdict) {
+        assert!(
+            verdict.warnings.is_empty(),
+            "warnings: {:?}",
+            verdict.warnings
+        );
     }
 
     /// A cluster whose listing of one kind fails, as a host capability can.
@@ -1124,6 +1358,319 @@ spec:
         );
     }
 
+    // --- OperatorGroup UPDATE ---------------------------------------------------
+
+    fn global_nginx() -> Value {
+        with_status(
+            og("operators", "global-operators", json!({}), Some(NGINX_API)),
+            &[""],
+        )
+    }
+
+    fn nginx_with(annotation: Option<&str>) -> Value {
+        og(
+            "nginx",
+            "nginx-hbvsw",
+            json!({"targetNamespaces": ["nginx"]}),
+            annotation,
+        )
+    }
+
+    #[test]
+    fn an_update_keeping_an_existing_conflict_is_allowed_with_a_warning() {
+        // OLM adding an API nobody else provides to a group that already
+        // conflicts (AddAPIs), with a plain UPDATE.
+        let old = nginx_with(Some(NGINX_API));
+        let new = nginx_with(Some(&format!("{NGINX_API},Widget.v1.example.com")));
+        let verdict = check(
+            &update(OPERATOR_GROUP_KIND, old.clone(), new),
+            &snapshot_of(vec![global_nginx()]),
+        );
+        assert_allowed(&verdict);
+        assert_eq!(verdict.warnings.len(), 1, "{:?}", verdict.warnings);
+        assert_warned(
+            &verdict,
+            &[
+                "InterOperatorGroupOwnerConflict (existing before this UPDATE",
+                "\"operators/global-operators\" provides [NginxIngressController.v1alpha1.k8s.nginx.org] in namespaces [nginx]",
+            ],
+        );
+        // A metadata-only edit (a label) of a conflicting group.
+        let mut labelled = old.clone();
+        labelled["metadata"]["labels"] = json!({"team": "edge"});
+        let verdict = check(
+            &update(OPERATOR_GROUP_KIND, old, labelled),
+            &snapshot_of(vec![global_nginx()]),
+        );
+        assert_allowed(&verdict);
+        assert_warned(&verdict, &["InterOperatorGroupOwnerConflict", NGINX_API]);
+    }
+
+    #[test]
+    fn an_update_starting_to_provide_a_shared_api_is_denied() {
+        let old = nginx_with(Some("Widget.v1.example.com"));
+        let verdict = check(
+            &update(OPERATOR_GROUP_KIND, old, nginx_with(Some(NGINX_API))),
+            &snapshot_of(vec![global_nginx()]),
+        );
+        assert_denied(
+            &verdict,
+            &[
+                "InterOperatorGroupOwnerConflict: this UPDATE of OperatorGroup \"nginx/nginx-hbvsw\"",
+                "\"operators/global-operators\" provides [NginxIngressController.v1alpha1.k8s.nginx.org] in namespaces [nginx]",
+            ],
+        );
+        assert_no_warnings(&verdict);
+    }
+
+    #[test]
+    fn an_update_adding_a_shared_api_to_an_existing_conflict_denies_only_the_new_one() {
+        let widget = "Widget.v1.example.com";
+        let global = with_status(
+            og(
+                "operators",
+                "global-operators",
+                json!({}),
+                Some(&format!("{NGINX_API},{widget}")),
+            ),
+            &[""],
+        );
+        let old = nginx_with(Some(NGINX_API));
+        let new = nginx_with(Some(&format!("{NGINX_API},{widget}")));
+        let verdict = check(
+            &update(OPERATOR_GROUP_KIND, old, new),
+            &snapshot_of(vec![global]),
+        );
+        assert_denied(
+            &verdict,
+            &[
+                "this UPDATE",
+                "\"operators/global-operators\" provides [Widget.v1.example.com]",
+            ],
+        );
+        let message = verdict.message.as_deref().unwrap_or("");
+        assert!(!message.contains(NGINX_API), "{message}");
+        // The part that was there before is reported, not blamed.
+        assert_warned(&verdict, &["existing before this UPDATE", NGINX_API]);
+    }
+
+    #[test]
+    fn an_update_widening_targets_into_another_group_is_denied() {
+        // The other group targets "b" but lives in "nginx-system".
+        let other = with_status(
+            og("nginx-system", "ingress", json!({}), Some(NGINX_API)),
+            &["b"],
+        );
+        let old = nginx_with(Some(NGINX_API));
+        let mut new = old.clone();
+        new["spec"]["targetNamespaces"] = json!(["nginx", "nginx-system"]);
+        let verdict = check(
+            &update(OPERATOR_GROUP_KIND, old, new),
+            &snapshot_of(vec![other]),
+        );
+        assert_denied(
+            &verdict,
+            &[
+                "this UPDATE",
+                "\"nginx-system/ingress\"",
+                "namespaces [nginx-system]",
+            ],
+        );
+    }
+
+    #[test]
+    fn an_update_adding_a_conflict_with_a_second_group_names_only_that_group() {
+        let edge = with_status(
+            og("edge", "edge", json!({}), Some(NGINX_API)),
+            &["edge", "lab"],
+        );
+        let old = nginx_with(Some(NGINX_API));
+        let mut new = old.clone();
+        new["spec"]["targetNamespaces"] = json!(["nginx", "lab"]);
+        let verdict = check(
+            &update(OPERATOR_GROUP_KIND, old, new),
+            &snapshot_of(vec![global_nginx(), edge]),
+        );
+        assert_denied(&verdict, &["\"edge/edge\"", "namespaces [lab]"]);
+        let message = verdict.message.as_deref().unwrap_or("");
+        assert!(!message.contains("global-operators"), "{message}");
+        assert_warned(&verdict, &["\"operators/global-operators\""]);
+    }
+
+    #[test]
+    fn an_existing_conflict_in_more_namespaces_is_the_same_conflict() {
+        // A conflict is (other group, shared APIs): OLM fails the same CSVs
+        // whichever namespaces the overlap covers.
+        let other = with_status(og("o", "other", json!({}), Some(NGINX_API)), &["a", "b"]);
+        let old = og(
+            "nginx",
+            "nginx-hbvsw",
+            json!({"targetNamespaces": ["a"]}),
+            Some(NGINX_API),
+        );
+        let mut new = old.clone();
+        new["spec"]["targetNamespaces"] = json!(["a", "b"]);
+        let verdict = check(
+            &update(OPERATOR_GROUP_KIND, old, new),
+            &snapshot_of(vec![other]),
+        );
+        assert_allowed(&verdict);
+        assert_warned(&verdict, &["\"o/other\"", "namespaces [a, b]"]);
+    }
+
+    #[test]
+    fn an_update_resolving_or_narrowing_a_conflict_is_allowed() {
+        let widget = "Widget.v1.example.com";
+        let global = with_status(
+            og(
+                "operators",
+                "global-operators",
+                json!({}),
+                Some(&format!("{NGINX_API},{widget}")),
+            ),
+            &[""],
+        );
+        let both = nginx_with(Some(&format!("{NGINX_API},{widget}")));
+        // Resolved: nothing left to warn about.
+        let verdict = check(
+            &update(OPERATOR_GROUP_KIND, both.clone(), nginx_with(None)),
+            &snapshot_of(vec![global.clone()]),
+        );
+        assert_allowed(&verdict);
+        assert_no_warnings(&verdict);
+        // Narrowed: the rest is still reported.
+        let verdict = check(
+            &update(OPERATOR_GROUP_KIND, both, nginx_with(Some(widget))),
+            &snapshot_of(vec![global]),
+        );
+        assert_allowed(&verdict);
+        assert_warned(&verdict, &["provides [Widget.v1.example.com]"]);
+        assert!(!verdict.warnings.join(" ").contains(NGINX_API));
+    }
+
+    #[test]
+    fn an_update_without_conflicts_has_no_warning() {
+        let verdict = check(
+            &update(
+                OPERATOR_GROUP_KIND,
+                nginx_with(None),
+                nginx_with(Some(NGINX_API)),
+            ),
+            &snapshot_of(vec![with_status(
+                og("edge", "edge", json!({}), Some(NGINX_API)),
+                &["edge"],
+            )]),
+        );
+        assert_allowed(&verdict);
+        assert_no_warnings(&verdict);
+    }
+
+    #[test]
+    fn an_old_spec_olm_cannot_resolve_targeted_nothing() {
+        // OLM never synced the old group, so none of its conflicts existed.
+        let old = og(
+            "nginx",
+            "nginx-hbvsw",
+            json!({"targetNamespaces": [""]}),
+            Some(NGINX_API),
+        );
+        let verdict = check(
+            &update(OPERATOR_GROUP_KIND, old, nginx_with(Some(NGINX_API))),
+            &snapshot_of(vec![global_nginx()]),
+        );
+        assert_denied(&verdict, &["this UPDATE", "\"operators/global-operators\""]);
+    }
+
+    #[test]
+    fn an_update_without_an_old_object_is_judged_like_a_create() {
+        let verdict = check(
+            &request("UPDATE", OPERATOR_GROUP_KIND, nginx_with(Some(NGINX_API))),
+            &snapshot_of(vec![global_nginx()]),
+        );
+        assert_denied(
+            &verdict,
+            &["InterOperatorGroupOwnerConflict: OperatorGroup \"nginx/nginx-hbvsw\" provides"],
+        );
+    }
+
+    #[test]
+    fn an_unreadable_old_object_is_a_bad_request() {
+        let old = og(
+            "nginx",
+            "nginx-hbvsw",
+            json!({"targetNamespaces": "nginx"}),
+            None,
+        );
+        let verdict = check(
+            &update(OPERATOR_GROUP_KIND, old, nginx_with(None)),
+            &Snapshot::new(),
+        );
+        assert_eq!(verdict.code, Some(400));
+        assert_denied(&verdict, &["request.oldObject", "spec.targetNamespaces"]);
+    }
+
+    #[test]
+    fn too_many_groups_on_update_is_a_warning() {
+        let extra = og("olm", "extra", json!({"targetNamespaces": ["olm"]}), None);
+        let mut cluster = quickstart_groups();
+        cluster.add(extra.clone()).unwrap();
+        let mut relabelled = extra.clone();
+        relabelled["metadata"]["labels"] = json!({"owner": "platform"});
+        let verdict = check(&update(OPERATOR_GROUP_KIND, extra, relabelled), &cluster);
+        assert_allowed(&verdict);
+        assert_warned(
+            &verdict,
+            &[
+                "TooManyOperatorGroups",
+                "namespace \"olm\"",
+                "\"olm-operators\"",
+                "adds no group",
+            ],
+        );
+    }
+
+    #[test]
+    fn too_many_groups_on_update_still_checks_new_conflicts() {
+        let mut cluster = snapshot_of(vec![global_nginx()]);
+        cluster
+            .add(og("nginx", "sibling", json!({}), None))
+            .unwrap();
+        let verdict = check(
+            &update(
+                OPERATOR_GROUP_KIND,
+                nginx_with(None),
+                nginx_with(Some(NGINX_API)),
+            ),
+            &cluster,
+        );
+        assert_denied(&verdict, &["this UPDATE", "\"operators/global-operators\""]);
+        assert_warned(&verdict, &["TooManyOperatorGroups", "\"sibling\""]);
+    }
+
+    #[test]
+    fn old_conflicts_reuse_the_lists_of_the_request() {
+        let selector = |team: &str| json!({"selector": {"matchLabels": {"team": team}}});
+        let base = snapshot_of(vec![
+            namespace("a", json!({"team": "x"})),
+            namespace("b", json!({"team": "y"})),
+            og("g1", "g1", selector("x"), Some(NGINX_API)),
+            og("g2", "g2", selector("y"), Some(NGINX_API)),
+        ]);
+        let counting = Counting {
+            inner: &base,
+            calls: RefCell::new(HashMap::new()),
+        };
+        let old = og("nginx", "nginx-hbvsw", selector("x"), Some(NGINX_API));
+        let new = og("nginx", "nginx-hbvsw", selector("y"), Some(NGINX_API));
+        let verdict = check(&update(OPERATOR_GROUP_KIND, old, new), &counting);
+        assert_denied(&verdict, &["\"g2/g2\""]);
+        assert_no_warnings(&verdict);
+        assert!(!verdict.message.as_deref().unwrap_or("").contains("g1/g1"));
+        let calls = counting.calls.borrow();
+        assert_eq!(calls.get(OPERATOR_GROUP_KIND), Some(&1));
+        assert_eq!(calls.get("Namespace"), Some(&1));
+    }
+
     /// Counts list calls per kind, to hold the rule to one per kind.
     struct Counting<'a> {
         inner: &'a Snapshot,
@@ -1249,7 +1796,25 @@ spec:
             "metadata": {"name": "x.v1", "namespace": "ns-3"},
             "spec": {"customresourcedefinitions": {"owned": [{"name": "things.example.com", "version": "v1", "kind": "Kind3"}]}},
         });
-        assert_allowed(&check(&request("UPDATE", CSV_KIND, csv), &cluster));
+        assert_allowed(&check(&request("UPDATE", CSV_KIND, csv.clone()), &cluster));
+        assert_allowed(&check(&update(CSV_KIND, csv.clone(), csv), &cluster));
+        // An UPDATE computes the old object's conflicts too: existing ones
+        // (through "Shared") are kept, so only warned about.
+        let old = og(
+            "ns-4999",
+            "og",
+            json!({"selector": {"matchLabels": {"team": "t7"}}}),
+            Some("Shared.v1.example.com"),
+        );
+        let new = og(
+            "ns-4999",
+            "og",
+            json!({"selector": {"matchLabels": {"team": "t8"}}}),
+            Some("Shared.v1.example.com"),
+        );
+        let verdict = check(&update(OPERATOR_GROUP_KIND, old, new), &cluster);
+        assert_denied(&verdict, &["this UPDATE", "and 90 more"]);
+        assert_warned(&verdict, &["existing before this UPDATE"]);
         assert!(
             started.elapsed().as_secs() < 20,
             "took {:?}",
@@ -1528,6 +2093,212 @@ spec:
             empty,
             vec![monitoring_group(true, None), global_with(PROMETHEUS_APIS)],
         ));
+    }
+
+    // --- ClusterServiceVersion UPDATE --------------------------------------------
+
+    fn relabelled(mut csv: Value) -> Value {
+        csv["metadata"]["labels"] = json!({"operators.coreos.com/prometheus.team-a": ""});
+        csv
+    }
+
+    fn csv_update(old: Value, new: Value, objects: Vec<Value>) -> Verdict {
+        check(&update(CSV_KIND, old, new), &snapshot_of(objects))
+    }
+
+    #[test]
+    fn a_csv_update_keeping_its_apis_is_allowed_with_the_reason_as_warning() {
+        let csv = prometheus_csv("monitoring");
+        // Non-static RemoveAPIs, APIConflict, static AddAPIs: each would deny.
+        let cases = [
+            (
+                vec![
+                    monitoring_group(false, Some(PROMETHEUS_APIS)),
+                    global_with("ServiceMonitor.v1.monitoring.coreos.com"),
+                ],
+                "InterOperatorGroupOwnerConflict at OLM's next sync",
+            ),
+            (
+                vec![
+                    monitoring_group(false, None),
+                    global_with("Prometheus.v1.monitoring.coreos.com"),
+                ],
+                "InterOperatorGroupOwnerConflict: ClusterServiceVersion",
+            ),
+            (
+                vec![monitoring_group(
+                    true,
+                    Some("Prometheus.v1.monitoring.coreos.com"),
+                )],
+                "CannotModifyStaticOperatorGroupProvidedAPIs",
+            ),
+        ];
+        for (objects, reason) in cases {
+            assert_denied(&csv_check(csv.clone(), objects.clone()), &[reason]);
+            let verdict = csv_update(csv.clone(), relabelled(csv.clone()), objects);
+            assert_allowed(&verdict);
+            assert_eq!(verdict.warnings.len(), 1, "{:?}", verdict.warnings);
+            assert_warned(
+                &verdict,
+                &[
+                    reason,
+                    "\"monitoring/prometheusoperator.0.22.2\"",
+                    "does not change the APIs",
+                ],
+            );
+        }
+    }
+
+    #[test]
+    fn a_csv_update_with_reordered_or_redescribed_apis_keeps_them() {
+        let old = prometheus_csv("monitoring");
+        let mut new = old.clone();
+        new["spec"]["customresourcedefinitions"]["owned"]
+            .as_array_mut()
+            .unwrap()
+            .reverse();
+        new["spec"]["customresourcedefinitions"]["owned"][0]["description"] = json!("new text");
+        let verdict = csv_update(
+            old,
+            new,
+            vec![
+                monitoring_group(false, None),
+                global_with("Prometheus.v1.monitoring.coreos.com"),
+            ],
+        );
+        assert_allowed(&verdict);
+        assert_warned(&verdict, &["InterOperatorGroupOwnerConflict"]);
+    }
+
+    #[test]
+    fn a_csv_update_changing_its_apis_is_judged() {
+        let mut old = prometheus_csv("monitoring");
+        old["spec"]["customresourcedefinitions"]["owned"]
+            .as_array_mut()
+            .unwrap()
+            .truncate(1);
+        let verdict = csv_update(
+            old,
+            prometheus_csv("monitoring"),
+            vec![
+                monitoring_group(false, None),
+                global_with("ServiceMonitor.v1.monitoring.coreos.com"),
+            ],
+        );
+        assert_denied(
+            &verdict,
+            &[
+                "InterOperatorGroupOwnerConflict",
+                "ServiceMonitor.v1.monitoring.coreos.com",
+            ],
+        );
+        assert_no_warnings(&verdict);
+    }
+
+    #[test]
+    fn a_copy_turning_into_an_original_is_judged() {
+        let mut copy = prometheus_csv("monitoring");
+        copy["metadata"]["labels"] = json!({"olm.copiedFrom": "operators"});
+        let objects = vec![
+            monitoring_group(false, None),
+            global_with("Prometheus.v1.monitoring.coreos.com"),
+        ];
+        assert_denied(
+            &csv_update(copy.clone(), prometheus_csv("monitoring"), objects.clone()),
+            &["InterOperatorGroupOwnerConflict"],
+        );
+        // And an original turning into a copy is a copy: not checked.
+        let verdict = csv_update(prometheus_csv("monitoring"), copy, objects);
+        assert_allowed(&verdict);
+        assert_no_warnings(&verdict);
+    }
+
+    #[test]
+    fn a_csv_update_without_problems_has_no_warning() {
+        let csv = prometheus_csv("monitoring");
+        let verdict = csv_update(
+            csv.clone(),
+            relabelled(csv),
+            vec![monitoring_group(false, Some(PROMETHEUS_APIS))],
+        );
+        assert_allowed(&verdict);
+        assert_no_warnings(&verdict);
+    }
+
+    #[test]
+    fn a_csv_update_keeping_a_broken_crd_name_is_allowed_with_a_warning() {
+        let mut broken = prometheus_csv("monitoring");
+        broken["spec"]["customresourcedefinitions"]["owned"][2]["name"] = json!("servicemonitors");
+        let objects = vec![monitoring_group(false, None)];
+        let verdict = csv_update(broken.clone(), relabelled(broken.clone()), objects.clone());
+        assert_allowed(&verdict);
+        assert_warned(
+            &verdict,
+            &["spec.customresourcedefinitions.owned[2].name", "no dot"],
+        );
+        // Breaking it is a change.
+        assert_denied(
+            &csv_update(prometheus_csv("monitoring"), broken, objects),
+            &["spec.customresourcedefinitions.owned[2].name"],
+        );
+    }
+
+    #[test]
+    fn a_failed_lookup_blocks_only_csv_updates_that_need_it() {
+        let empty = Snapshot::new();
+        let broken = Failing {
+            inner: &empty,
+            kind: OPERATOR_GROUP_KIND,
+        };
+        let csv = prometheus_csv("monitoring");
+        let verdict = check(
+            &update(CSV_KIND, csv.clone(), relabelled(csv.clone())),
+            &broken,
+        );
+        assert_allowed(&verdict);
+        assert_warned(
+            &verdict,
+            &[
+                "was not checked",
+                "OperatorGroups of all namespaces",
+                "forbidden",
+            ],
+        );
+        let mut fewer = csv.clone();
+        fewer["spec"]["customresourcedefinitions"]["owned"]
+            .as_array_mut()
+            .unwrap()
+            .truncate(1);
+        let verdict = check(&update(CSV_KIND, fewer, csv), &broken);
+        assert_eq!(verdict.code, Some(500));
+        assert_denied(&verdict, &["OperatorGroups", "fails closed"]);
+    }
+
+    #[test]
+    fn a_csv_update_without_an_old_object_or_with_an_unreadable_one() {
+        let objects = vec![
+            monitoring_group(false, None),
+            global_with("Prometheus.v1.monitoring.coreos.com"),
+        ];
+        assert_denied(
+            &check(
+                &request("UPDATE", CSV_KIND, prometheus_csv("monitoring")),
+                &snapshot_of(objects.clone()),
+            ),
+            &["InterOperatorGroupOwnerConflict"],
+        );
+        let mut unreadable = prometheus_csv("monitoring");
+        unreadable["spec"]["customresourcedefinitions"]["owned"] = json!({"name": "x"});
+        let verdict = csv_update(unreadable, prometheus_csv("monitoring"), objects);
+        assert_eq!(verdict.code, Some(400));
+        assert_denied(
+            &verdict,
+            &[
+                "request.oldObject",
+                "ClusterServiceVersion",
+                "spec.customresourcedefinitions.owned",
+            ],
+        );
     }
 
     #[test]

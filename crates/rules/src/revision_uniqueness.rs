@@ -16,9 +16,18 @@
 //!    group's highest revision + 1 (1 for a new group).
 //! 6. `requireNameSuffix`: `metadata.name` is `<group>-<revision>`, so the
 //!    API server's name uniqueness settles races the list in 4 cannot see.
+//!
+//! An UPDATE is judged by what it changes: rules 4 and 6 deny it only when
+//! it gives the object another (group, revision) than the stored one (a
+//! label edit, a group set on an ungrouped object). An object that already
+//! breaks them keeps its pair and is accepted with a warning, so that
+//! controllers can still archive it and remove its finalizers, and users can
+//! repair or replace it.
 
 use olm_guard_core::protocol::ListAllResourcesRequest;
-use olm_guard_core::{AdmissionRequest, Cluster, ClusterExt, Operation, PolicySettings, Verdict};
+use olm_guard_core::{
+    AdmissionRequest, Cluster, ClusterExt, ContextError, Operation, PolicySettings, Verdict,
+};
 use olm_guard_olm::cluster_object_set::{
     API_VERSION, ClusterObjectSet, GROUP, KIND, OWNER_NAME_LABEL, SpecGroup, revision_of,
     with_spec_field,
@@ -73,6 +82,12 @@ fn validate_write(
         return Verdict::deny(missing_revision_message(creating));
     }
 
+    if let (false, Some(revision)) = (creating, revision)
+        && keeps_its_slot(request, &cos, revision)
+    {
+        return unchanged_slot(&cos, settings, cluster, revision);
+    }
+
     let Some(group) = cos.group() else {
         return ungrouped(&cos, settings, fill);
     };
@@ -82,18 +97,9 @@ fn validate_write(
         return denial;
     }
 
-    let list = ListAllResourcesRequest::new(API_VERSION, KIND);
-    let others: Vec<ClusterObjectSet> = match cluster.list_all_as(&list) {
-        Ok(items) => items,
-        Err(error) => {
-            return Verdict::context_unavailable(
-                &format!(
-                    "the ClusterObjectSets ({API_VERSION}) of the cluster, to compare \
-                     revisions of group \"{group}\" (kubernetes/list_resources_all)"
-                ),
-                error,
-            );
-        }
+    let others = match list_all(cluster) {
+        Ok(others) => others,
+        Err(error) => return Verdict::context_unavailable(&list_what(group), error),
     };
     let survey = GroupSurvey::of(&others, group, cos.name(), revision);
 
@@ -107,6 +113,89 @@ fn validate_write(
         }
         None => Verdict::accept(),
     }
+}
+
+/// Rule 4's one list of every ClusterObjectSet.
+fn list_all(cluster: &dyn Cluster) -> Result<Vec<ClusterObjectSet>, ContextError> {
+    cluster.list_all_as(&ListAllResourcesRequest::new(API_VERSION, KIND))
+}
+
+fn list_what(group: &str) -> String {
+    format!(
+        "the ClusterObjectSets ({API_VERSION}) of the cluster, to compare revisions of group \
+         \"{group}\" (kubernetes/list_resources_all)"
+    )
+}
+
+/// Whether an UPDATE leaves the object in the (group, revision) slot the
+/// stored object already had. An old object that cannot be read proves
+/// nothing, so the update is then checked like any other.
+fn keeps_its_slot(request: &AdmissionRequest, cos: &ClusterObjectSet, revision: i64) -> bool {
+    let Ok(old) = ClusterObjectSet::from_object(&request.old_object) else {
+        return false;
+    };
+    old.revision() == Ok(Some(revision)) && old.group() == cos.group()
+}
+
+/// An UPDATE that keeps its slot creates no duplicate and no new misnamed
+/// revision, so rules 4 and 6 only warn about what the object already was:
+/// denying would stop controllers from archiving it or removing its
+/// finalizers, and users from repairing it. The list serves the warning
+/// only, so a failed list does not deny either.
+fn unchanged_slot(
+    cos: &ClusterObjectSet,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+    revision: i64,
+) -> Verdict {
+    const KEPT: &str = "the update is allowed because it changes neither the group nor the \
+                        revision of this existing ClusterObjectSet";
+    let Some(group) = cos.group() else {
+        if !settings.require_name_suffix {
+            return Verdict::accept();
+        }
+        let why = ungrouped_reason(cos);
+        return Verdict::accept().with_warning(format!(
+            "metadata.name should be <group>-<revision> (setting requireNameSuffix), but this \
+             ClusterObjectSet is in no revision group ({why} {OWNER_NAME_LABEL}); {KEPT}. New \
+             revisions need spec.group and the name <group>-<revision>; names cannot change, so \
+             replace this one by a ClusterObjectSet created with both"
+        ));
+    };
+
+    let mut warnings = Vec::new();
+    if settings.require_name_suffix
+        && let Some(name) = NameProblem::of(cos, group, revision)
+    {
+        warnings.push(format!(
+            "metadata.name should be \"{}\" (<group>-<revision>, setting requireNameSuffix) but \
+             {}; {KEPT}. Names cannot change: to comply, delete this ClusterObjectSet and create \
+             it again as \"{}\"",
+            name.expected, name.found, name.expected
+        ));
+    }
+    match list_all(cluster) {
+        Ok(others) => {
+            if let Some(clash) = GroupSurvey::of(&others, group, cos.name(), Some(revision)).clash {
+                warnings.push(format!(
+                    "spec.revision {revision} of group \"{group}\" is also used by \
+                     ClusterObjectSet \"{}\"{}: two revisions with one number fight over the same \
+                     objects without end; {KEPT}. Revisions cannot change, so delete one of the \
+                     two ClusterObjectSets (\"{}\" or \"{}\")",
+                    clash.name(),
+                    holder_details(clash),
+                    cos.name(),
+                    clash.name()
+                ));
+            }
+        }
+        Err(error) => warnings.push(format!(
+            "could not check whether revision {revision} of group \"{group}\" is used by another \
+             ClusterObjectSet: looking up {} failed ({error}); {KEPT}",
+            list_what(group)
+        )),
+    }
+    Verdict::accept().with_warnings(warnings)
 }
 
 /// Rule 2. An old object without a valid revision imposes nothing: there
@@ -147,10 +236,7 @@ fn missing_revision_message(creating: bool) -> String {
 /// An object in no group has no siblings, so it cannot clash; only the
 /// settings that need a group have something to say.
 fn ungrouped(cos: &ClusterObjectSet, settings: &Settings, fill: bool) -> Verdict {
-    let why = match cos.spec_group() {
-        SpecGroup::Invalid(_) => "spec.group is not a string and there is no label",
-        _ => "it has neither spec.group nor the label",
-    };
+    let why = ungrouped_reason(cos);
     if fill {
         return Verdict::deny(format!(
             "spec.revision is required: it cannot be numbered automatically because this \
@@ -167,21 +253,44 @@ fn ungrouped(cos: &ClusterObjectSet, settings: &Settings, fill: bool) -> Verdict
     Verdict::accept()
 }
 
-/// Rule 6. Holds for UPDATE too: a label edit can move a label-only object
-/// into another group, and the name then no longer proves uniqueness.
-fn misnamed(cos: &ClusterObjectSet, group: &str, revision: i64, creating: bool) -> Option<Verdict> {
-    let expected = format!("{group}-{revision}");
-    if cos.name() == expected {
-        return None;
+/// Why [`ClusterObjectSet::group`] found none; the label's name follows.
+fn ungrouped_reason(cos: &ClusterObjectSet) -> &'static str {
+    match cos.spec_group() {
+        SpecGroup::Invalid(_) => "spec.group is not a string and there is no label",
+        _ => "it has neither spec.group nor the label",
     }
-    let found = if cos.name().is_empty() && !cos.metadata.generate_name.is_empty() {
-        format!(
-            "it is empty and generateName \"{}\" cannot produce it",
-            cos.metadata.generate_name
-        )
-    } else {
-        format!("it is \"{}\"", cos.name())
-    };
+}
+
+/// A name that is not `<group>-<revision>`: what it should be, and what
+/// was found instead (`it is "x"`).
+struct NameProblem {
+    expected: String,
+    found: String,
+}
+
+impl NameProblem {
+    fn of(cos: &ClusterObjectSet, group: &str, revision: i64) -> Option<NameProblem> {
+        let expected = format!("{group}-{revision}");
+        if cos.name() == expected {
+            return None;
+        }
+        let found = if cos.name().is_empty() && !cos.metadata.generate_name.is_empty() {
+            format!(
+                "it is empty and generateName \"{}\" cannot produce it",
+                cos.metadata.generate_name
+            )
+        } else {
+            format!("it is \"{}\"", cos.name())
+        };
+        Some(NameProblem { expected, found })
+    }
+}
+
+/// Rule 6. Holds for an UPDATE that changes the (group, revision) too: a
+/// label edit can move a label-only object into another group, and the name
+/// then no longer proves uniqueness.
+fn misnamed(cos: &ClusterObjectSet, group: &str, revision: i64, creating: bool) -> Option<Verdict> {
+    let NameProblem { expected, found } = NameProblem::of(cos, group, revision)?;
     let fix = if creating {
         format!("name it \"{expected}\"")
     } else {
@@ -281,14 +390,6 @@ fn clash_message(
     survey: &GroupSurvey<'_>,
     updated: Option<&str>,
 ) -> String {
-    let state = match clash.lifecycle_state() {
-        "" => String::new(),
-        state => format!(", lifecycleState {state}"),
-    };
-    let via_label = match clash.spec_group() {
-        SpecGroup::Name(_) => String::new(),
-        _ => format!(", grouped by its label {OWNER_NAME_LABEL}"),
-    };
     let fix = match (updated, survey.highest.and_then(|h| h.checked_add(1))) {
         (None, Some(next)) => format!("use spec.revision: {next}, the next free revision"),
         (None, None) => "start a new group".to_string(),
@@ -300,10 +401,24 @@ fn clash_message(
     };
     format!(
         "spec.revision {revision} is already used in group \"{group}\" by ClusterObjectSet \
-         \"{}\"{state}{via_label}: two revisions with one number fight over the same objects \
-         without end; {fix}",
-        clash.name()
+         \"{}\"{}: two revisions with one number fight over the same objects without end; {fix}",
+        clash.name(),
+        holder_details(clash)
     )
+}
+
+/// `, lifecycleState Archived, grouped by its label ...` for the object that
+/// holds a slot; empty parts are left out.
+fn holder_details(holder: &ClusterObjectSet) -> String {
+    let state = match holder.lifecycle_state() {
+        "" => String::new(),
+        state => format!(", lifecycleState {state}"),
+    };
+    let via_label = match holder.spec_group() {
+        SpecGroup::Name(_) => String::new(),
+        _ => format!(", grouped by its label {OWNER_NAME_LABEL}"),
+    };
+    format!("{state}{via_label}")
 }
 
 #[cfg(test)]
@@ -785,6 +900,287 @@ mod tests {
         let stale = cos("widget-7", json!({"group": "widget"}), json!({}));
         let verdict = validate(&create(stale), &settings, &cluster());
         assert_denied(&verdict, &["metadata.name must be \"widget-4\""]);
+    }
+
+    /// An update that moves nothing: the stored object with a new
+    /// lifecycleState, as operator-controller archives revisions.
+    fn archive(object: &Value) -> AdmissionRequest {
+        let mut archived = object.clone();
+        archived["spec"]["lifecycleState"] = json!("Archived");
+        request("UPDATE", archived, object.clone())
+    }
+
+    fn has_warning(verdict: &Verdict, parts: &[&str]) -> bool {
+        verdict
+            .warnings
+            .iter()
+            .any(|w| parts.iter().all(|part| w.contains(part)))
+    }
+
+    #[test]
+    fn update_keeping_its_slot_is_allowed_and_warns_about_an_existing_duplicate() {
+        // Two revisions 3 of "widget" stored before the policy was installed.
+        let duplicate = cos(
+            "widget-3-dup",
+            json!({"group": "widget", "revision": 3, "lifecycleState": "Active"}),
+            json!({}),
+        );
+        let mut objects = vec![duplicate.clone()];
+        for revision in 1..=3 {
+            objects.push(grouped("widget", json!(revision), "Active"));
+        }
+        let with_duplicate = Snapshot::from_objects(objects);
+
+        let verdict = validate(&archive(&duplicate), &Settings::default(), &with_duplicate);
+        assert!(verdict.allowed, "{verdict:?}");
+        assert_eq!(verdict.mutated_object, None);
+        assert!(
+            has_warning(
+                &verdict,
+                &[
+                    "spec.revision 3 of group \"widget\" is also used by ClusterObjectSet \
+                     \"widget-3\", lifecycleState Active:",
+                    "changes neither the group nor the revision",
+                    "delete one of the two ClusterObjectSets (\"widget-3-dup\" or \"widget-3\")",
+                ]
+            ),
+            "{verdict:?}"
+        );
+        assert_eq!(verdict.warnings.len(), 1, "{verdict:?}");
+
+        // The other holder of the slot is told the same.
+        let own = grouped("widget", json!(3), "Active");
+        let verdict = validate(&archive(&own), &Settings::default(), &with_duplicate);
+        assert!(verdict.allowed, "{verdict:?}");
+        assert!(has_warning(
+            &verdict,
+            &["also used by ClusterObjectSet \"widget-3-dup\""]
+        ));
+
+        // A CREATE into the slot is still denied.
+        let third = cos(
+            "widget-3-again",
+            json!({"group": "widget", "revision": 3}),
+            json!({}),
+        );
+        let verdict = validate(&create(third), &Settings::default(), &with_duplicate);
+        assert_denied(&verdict, &["spec.revision 3 is already used"]);
+    }
+
+    #[test]
+    fn update_keeping_its_slot_warns_about_a_label_only_duplicate() {
+        // A label-only stray that shares argocd-operator's revision 2.
+        let stray = labelled("argocd-operator-2-copy", "argocd-operator", 2, "Archived");
+        let mut objects = vec![stray.clone()];
+        objects.push(labelled(
+            "argocd-operator-2",
+            "argocd-operator",
+            2,
+            "Active",
+        ));
+        let verdict = validate(
+            &archive(&stray),
+            &Settings::default(),
+            &Snapshot::from_objects(objects),
+        );
+        assert!(verdict.allowed, "{verdict:?}");
+        assert!(has_warning(
+            &verdict,
+            &[
+                "also used by ClusterObjectSet \"argocd-operator-2\", lifecycleState Active, grouped by its label"
+            ]
+        ));
+    }
+
+    #[test]
+    fn update_keeping_its_slot_is_allowed_and_warns_about_an_existing_misnamed_revision() {
+        let misnamed = cos(
+            "widget-rev9",
+            json!({"group": "widget", "revision": 9, "lifecycleState": "Active"}),
+            json!({}),
+        );
+        let verdict = validate(&archive(&misnamed), &with(false, true), &cluster());
+        assert!(verdict.allowed, "{verdict:?}");
+        assert!(
+            has_warning(
+                &verdict,
+                &[
+                    "metadata.name should be \"widget-9\" (<group>-<revision>, setting \
+                     requireNameSuffix) but it is \"widget-rev9\"",
+                    "changes neither the group nor the revision",
+                    "create it again as \"widget-9\"",
+                ]
+            ),
+            "{verdict:?}"
+        );
+        assert_eq!(verdict.warnings.len(), 1, "{verdict:?}");
+        // Without the setting the name is nobody's business.
+        let verdict = run(&archive(&misnamed));
+        assert!(
+            verdict.allowed && verdict.warnings.is_empty(),
+            "{verdict:?}"
+        );
+        // A CREATE with that name is still denied.
+        let verdict = validate(&create(misnamed), &with(false, true), &cluster());
+        assert_denied(&verdict, &["metadata.name must be \"widget-9\""]);
+    }
+
+    #[test]
+    fn update_keeping_its_slot_can_carry_both_warnings() {
+        let misnamed_duplicate = cos(
+            "widget-three",
+            json!({"group": "widget", "revision": 3, "lifecycleState": "Active"}),
+            json!({}),
+        );
+        let verdict = validate(&archive(&misnamed_duplicate), &with(true, true), &cluster());
+        assert!(verdict.allowed, "{verdict:?}");
+        assert_eq!(verdict.mutated_object, None);
+        assert!(has_warning(
+            &verdict,
+            &["metadata.name should be \"widget-3\""]
+        ));
+        assert!(has_warning(
+            &verdict,
+            &["also used by ClusterObjectSet \"widget-3\", lifecycleState Active"]
+        ));
+        assert_eq!(verdict.warnings.len(), 2, "{verdict:?}");
+    }
+
+    #[test]
+    fn update_of_an_ungrouped_object_keeps_working_with_the_name_setting() {
+        let sample = cos(
+            "my-app-rev1",
+            json!({"revision": 1, "lifecycleState": "Active"}),
+            json!({}),
+        );
+        let verdict = validate(&archive(&sample), &with(false, true), &NoCluster);
+        assert!(verdict.allowed, "{verdict:?}");
+        assert!(
+            has_warning(
+                &verdict,
+                &[
+                    "setting requireNameSuffix",
+                    "in no revision group",
+                    "changes neither the group nor the revision",
+                    "spec.group",
+                ]
+            ),
+            "{verdict:?}"
+        );
+        let verdict = validate(&archive(&sample), &Settings::default(), &NoCluster);
+        assert!(
+            verdict.allowed && verdict.warnings.is_empty(),
+            "{verdict:?}"
+        );
+    }
+
+    #[test]
+    fn update_keeping_its_slot_is_not_denied_when_the_list_fails() {
+        // The list only feeds a warning here, so it cannot brick the object.
+        let own = grouped("widget", json!(3), "Active");
+        let verdict = validate(&archive(&own), &Settings::default(), &NoCluster);
+        assert!(verdict.allowed, "{verdict:?}");
+        assert!(
+            has_warning(
+                &verdict,
+                &[
+                    "could not check whether revision 3 of group \"widget\"",
+                    "kubernetes/list_resources_all",
+                ]
+            ),
+            "{verdict:?}"
+        );
+    }
+
+    #[test]
+    fn a_clean_update_has_no_warnings() {
+        let own = grouped("widget", json!(3), "Active");
+        let verdict = validate(&archive(&own), &with(true, true), &cluster());
+        assert!(
+            verdict.allowed && verdict.warnings.is_empty() && verdict.mutated_object.is_none(),
+            "{verdict:?}"
+        );
+        let legacy = labelled("argocd-operator-2", "argocd-operator", 2, "Active");
+        let verdict = validate(&archive(&legacy), &with(false, true), &cluster());
+        assert!(
+            verdict.allowed && verdict.warnings.is_empty(),
+            "{verdict:?}"
+        );
+    }
+
+    #[test]
+    fn backfilling_spec_group_from_the_label_keeps_the_slot() {
+        // group-authorization's backfill writes the label into spec.group:
+        // the effective group (rule 3) stays the same, so nothing is re-judged.
+        let old = labelled("argocd-operator-2", "argocd-operator", 2, "Active");
+        let mut new = old.clone();
+        new["spec"]["group"] = json!("argocd-operator");
+        let verdict = validate(&request("UPDATE", new, old), &with(false, true), &NoCluster);
+        assert!(verdict.allowed, "{verdict:?}");
+        assert!(has_warning(&verdict, &["could not check"]));
+    }
+
+    #[test]
+    fn update_gaining_a_group_is_checked_like_a_create() {
+        // An ungrouped revision 1 is given spec.group "widget", whose
+        // revision 1 exists: the update makes the duplicate, so it is denied.
+        let old = cos(
+            "my-app-rev1",
+            json!({"revision": 1, "lifecycleState": "Active"}),
+            json!({}),
+        );
+        let mut new = old.clone();
+        new["spec"]["group"] = json!("widget");
+        let verdict = run(&request("UPDATE", new.clone(), old.clone()));
+        assert_denied(
+            &verdict,
+            &[
+                "spec.revision 1 is already used in group \"widget\"",
+                "delete one of the two ClusterObjectSets (\"my-app-rev1\" or \"widget-1\")",
+            ],
+        );
+        // And under requireNameSuffix the name no longer fits the new group.
+        new["spec"]["group"] = json!("my-app");
+        let verdict = validate(&request("UPDATE", new, old), &with(false, true), &NoCluster);
+        assert_denied(
+            &verdict,
+            &[
+                "metadata.name must be \"my-app-1\"",
+                "delete this ClusterObjectSet and create it again",
+            ],
+        );
+    }
+
+    #[test]
+    fn update_dropping_the_group_is_checked_like_a_create() {
+        // The label is removed from a label-only revision: it leaves its slot
+        // for no group, which requireNameSuffix cannot name.
+        let old = labelled("argocd-operator-2", "argocd-operator", 2, "Active");
+        let new = cos(
+            "argocd-operator-2",
+            json!({"revision": 2, "lifecycleState": "Active"}),
+            json!({}),
+        );
+        let verdict = validate(
+            &request("UPDATE", new.clone(), old.clone()),
+            &with(false, true),
+            &cluster(),
+        );
+        assert_denied(&verdict, &["metadata.name must be <group>-<revision>"]);
+        assert!(run(&request("UPDATE", new, old)).allowed);
+    }
+
+    #[test]
+    fn an_unreadable_old_object_proves_no_slot() {
+        let taken = cos(
+            "widget-again",
+            json!({"group": "widget", "revision": 1}),
+            json!({}),
+        );
+        for old in [Value::Null, json!("x"), json!({"spec": [1]})] {
+            let verdict = run(&request("UPDATE", taken.clone(), old));
+            assert_denied(&verdict, &["spec.revision 1 is already used"]);
+        }
     }
 
     /// Shapes no API server would send; each gets a verdict, never a panic.

@@ -7,7 +7,8 @@
 //! the verb `manage` on `clusterobjectsets/groups`, named after the group.
 //! On CREATE, UPDATE and DELETE of a ClusterObjectSet:
 //!
-//! 1. `spec.group` must be set to a non-empty string.
+//! 1. `spec.group` must be set to a non-empty string (see below for objects
+//!    stored without one).
 //! 2. On UPDATE, `spec.group` cannot change once it is set (an object without
 //!    one may gain one).
 //! 3. If the label `olm.operatorframework.io/owner-name` is present it must
@@ -22,6 +23,16 @@
 //! 6. With the setting `backfillGroupFromLabel: true`, a created or updated
 //!    object without `spec.group` but with the owner-name label gets
 //!    `spec.group` copied from the label, and is then checked as above.
+//!
+//! The policy judges what a request changes, so objects that already exist
+//! keep working. An UPDATE of an object stored without `spec.group` (created
+//! before grouping) that leaves it without one is not denied by rule 1:
+//! when the object has the owner-name label (before or after the update),
+//! rule 4 is checked for the label's group, so a forged label still cannot be
+//! used, and the update passes with a warning to set `spec.group` (or enable
+//! `backfillGroupFromLabel`). With neither a group nor a label there is no
+//! group to check, and the update passes with a warning. A CREATE without
+//! `spec.group` is still denied unless backfilled.
 //!
 //! Other kinds, subresources such as `status`, and CONNECT pass untouched.
 //! If the authorization check cannot be made, the request is denied.

@@ -19,8 +19,16 @@
 //!    `<group>-<revision>`: the API server's unique names then rule out
 //!    duplicates even when two creates race past the check in rule 4.
 //!
+//! On UPDATE, rules 4 and 6 deny only an update that gives the object
+//! another group or revision than it is stored with (a label edit, a group
+//! set on an ungrouped object). An update that keeps both, such as archiving
+//! or removing a finalizer, is allowed even when the stored object already is
+//! a duplicate or misnamed, with a warning that says so and what to do: the
+//! policy stops new violations without blocking objects that already exist.
+//!
 //! Other kinds, subresources such as `status`, and DELETE pass untouched.
-//! If the cluster's ClusterObjectSets cannot be listed, the request is denied.
+//! If the cluster's ClusterObjectSets cannot be listed, the request is denied
+//! (an update that keeps its group and revision gets a warning instead).
 
 olm_guard_kubewarden::policy_module!(
     olm_guard_rules::revision_uniqueness::Settings,
