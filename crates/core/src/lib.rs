@@ -6,6 +6,7 @@
 
 pub mod admission;
 pub mod context;
+pub mod decode;
 pub mod meta;
 pub mod nullable;
 pub mod protocol;

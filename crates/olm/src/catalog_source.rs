@@ -41,23 +41,15 @@ pub struct CatalogSourceSpec {
     pub config_map_source: Option<ConfigMapSource>,
 }
 
-/// A spec field whose JSON type is wrong, located by its path below `spec`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldTypeError {
-    /// Dotted path below `spec`, e.g. `catalogImageSource.podSpecOverrides.tolerations[0].key`.
-    pub path: String,
-    /// serde's account of the mismatch, e.g. "invalid type: integer `5`, expected a string".
-    pub reason: String,
-}
+/// A spec field whose JSON type is wrong, located by its path below `spec`
+/// (e.g. `catalogImageSource.podSpecOverrides.tolerations[0].key`).
+pub use olm_guard_core::decode::FieldTypeError;
 
 impl CatalogSourceSpec {
     /// Reads a spec object. Type mismatches come back with their path so the
     /// rejection can name the exact field to fix.
     pub fn from_value(spec: &Value) -> Result<CatalogSourceSpec, FieldTypeError> {
-        serde_path_to_error::deserialize(spec).map_err(|e| FieldTypeError {
-            path: e.path().to_string(),
-            reason: e.inner().to_string(),
-        })
+        olm_guard_core::decode::from_value(spec)
     }
 }
 

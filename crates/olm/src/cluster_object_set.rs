@@ -141,8 +141,8 @@ impl ClusterObjectSet {
         }
         // The path names the field (`metadata.labels.app`), which serde's
         // own message does not.
-        serde_path_to_error::deserialize(object)
-            .map_err(|e| format!("{} has the wrong type ({})", e.path(), e.inner()))
+        olm_guard_core::decode::from_value(object)
+            .map_err(|e| format!("{} has the wrong type ({})", e.path, e.reason))
     }
 
     pub fn name(&self) -> &str {

@@ -692,16 +692,7 @@ impl ClusterServiceVersion {
 /// Deserialises an admission object, naming the field at fault
 /// (`spec.targetNamespaces`): serde alone reports only the type mismatch.
 fn read_object<T: DeserializeOwned>(object: &Value) -> Result<T, String> {
-    if !object.is_object() {
-        return Err("the object is missing or is not a JSON object".to_string());
-    }
-    serde_path_to_error::deserialize(object).map_err(|e| {
-        format!(
-            "field {} has the wrong type ({}); write it as the CustomResourceDefinition defines it",
-            e.path(),
-            e.inner()
-        )
-    })
+    crate::read_custom_resource(object, "field ")
 }
 
 #[cfg(test)]

@@ -100,19 +100,9 @@ impl ScopeInstance {
     }
 }
 
-/// Reads an object, naming the field at fault (`spec.clusterRoles[0].rules`)
-/// so a user knows what to fix: serde alone reports only the type mismatch.
+/// Reads an object, naming the field at fault (`spec.clusterRoles[0].rules`).
 fn read<T: DeserializeOwned>(object: &Value) -> Result<T, String> {
-    if !object.is_object() {
-        return Err("the object is missing or is not a JSON object".to_string());
-    }
-    serde_path_to_error::deserialize(object).map_err(|e| {
-        format!(
-            "{} has the wrong type ({}); write it as the CustomResourceDefinition defines it",
-            e.path(),
-            e.inner()
-        )
-    })
+    crate::read_custom_resource(object, "")
 }
 
 /// Why `name` cannot be a ClusterRole name, if it cannot. RBAC names are
@@ -161,25 +151,10 @@ mod tests {
 
     /// The ScopeTemplate of oria's docs/tutorial.md (shared/realworld/oria).
     fn tutorial() -> Value {
-        json!({
-            "apiVersion": "operators.io.operator-framework/v1alpha1",
-            "kind": "ScopeTemplate",
-            "metadata": {"name": "scopetemplate-sample-manager"},
-            "spec": {"clusterRoles": [{
-                "generateName": "manager-role",
-                "rules": [
-                    {"apiGroups": ["*"], "resources": ["deployments", "memcacheds"],
-                     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
-                    {"apiGroups": ["cache.example.com"], "resources": ["memcacheds/finalizers"],
-                     "verbs": ["update"]},
-                    {"apiGroups": ["cache.example.com"], "resources": ["memcacheds/status"],
-                     "verbs": ["get", "patch", "update"]}
-                ],
-                "subjects": [{"kind": "ServiceAccount",
-                              "name": "memcached-operator-controller-manager",
-                              "namespace": "memcached-operator-system"}]
-            }]}
-        })
+        serde_json::from_str(include_str!(
+            "../tests/fixtures/oria-tutorial-scopetemplate.json"
+        ))
+        .unwrap()
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use olm_guard_core::{ObjectMeta, nullable};
+use olm_guard_core::{ObjectMeta, decode, nullable};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -16,14 +16,7 @@ use serde_json::Value;
 /// (`rules[1].verbs: invalid type: string "get", expected a sequence`), so a
 /// policy can tell the user exactly what to fix.
 pub fn from_json<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.into_inner().to_string()
-        } else {
-            format!("{path}: {}", e.into_inner())
-        }
-    })
+    decode::from_value(value).map_err(|e| e.to_string())
 }
 
 /// One rule of a Role or ClusterRole.

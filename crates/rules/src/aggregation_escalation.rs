@@ -455,11 +455,8 @@ fn plural(n: usize) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use olm_guard_core::protocol::{
-        CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
-        SubjectAccessReviewStatus,
-    };
-    use olm_guard_core::{ContextError, NoCluster, UserInfo};
+    use crate::testing::{Probe, admission_request, assert_allowed, assert_denied, snapshot};
+    use olm_guard_core::{NoCluster, UserInfo};
     use olm_guard_snapshot::Snapshot;
     use serde_json::{Value, json};
 
@@ -479,16 +476,13 @@ mod tests {
         include_str!("../../../testdata/aggregation-escalation/_fixtures/users.yaml");
 
     fn cluster() -> Snapshot {
-        let mut s = Snapshot::from_yaml(BOOTSTRAP_ROLES).unwrap();
-        for doc in [
+        snapshot(&[
+            BOOTSTRAP_ROLES,
             BOOTSTRAP_BINDINGS,
             CERT_MANAGER_VIEW,
             CERT_MANAGER_CLUSTER_VIEW,
             USERS,
-        ] {
-            s.add_yaml(doc).unwrap();
-        }
-        s
+        ])
     }
 
     fn yaml(text: &str) -> Value {
@@ -505,17 +499,17 @@ mod tests {
 
     fn request(operation: Operation, who: UserInfo, object: Value, old: Value) -> AdmissionRequest {
         let name = olm_guard_core::ObjectMeta::of(&object).name;
-        serde_json::from_value(json!({
-            "uid": "1",
-            "kind": {"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "ClusterRole"},
-            "resource": {"group": "rbac.authorization.k8s.io", "version": "v1", "resource": "clusterroles"},
-            "name": if operation == Operation::Create { String::new() } else { name },
-            "operation": operation,
-            "userInfo": who,
-            "object": object,
-            "oldObject": old,
-        }))
-        .unwrap()
+        admission_request(
+            ["rbac.authorization.k8s.io", "v1", "ClusterRole"],
+            "clusterroles",
+            json!({
+                "name": if operation == Operation::Create { String::new() } else { name },
+                "operation": operation,
+                "userInfo": who,
+                "object": object,
+                "oldObject": old,
+            }),
+        )
     }
 
     fn create(who: &str, object: Value) -> AdmissionRequest {
@@ -539,27 +533,6 @@ mod tests {
 
     fn run(req: &AdmissionRequest, settings: &Settings) -> Verdict {
         validate(req, settings, &cluster())
-    }
-
-    #[track_caller]
-    fn assert_allowed(v: &Verdict) {
-        assert!(v.allowed, "denied: {:?}", v.message);
-    }
-
-    #[track_caller]
-    fn assert_denied(v: &Verdict, parts: &[&str]) -> String {
-        assert!(!v.allowed, "allowed");
-        let message = v.message.clone().unwrap_or_default();
-        for part in parts {
-            assert!(message.contains(part), "missing {part:?} in: {message}");
-        }
-        for debug in ["Some(", "None", "Object {", "\\\""] {
-            assert!(
-                !message.contains(debug),
-                "debug output {debug:?} in: {message}"
-            );
-        }
-        message
     }
 
     fn aggregated(name: &str, selectors: Value) -> Value {
@@ -1006,29 +979,13 @@ mod tests {
         );
         assert_eq!(v.code, Some(500));
 
-        /// Lists from a snapshot, but every can_i fails.
-        struct NoCanI(Snapshot);
-        impl Cluster for NoCanI {
-            fn list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-                self.0.list_all(r)
-            }
-            fn list_by_namespace(
-                &self,
-                r: &ListResourcesByNamespaceRequest,
-            ) -> Result<Vec<u8>, ContextError> {
-                self.0.list_by_namespace(r)
-            }
-            fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-                self.0.get(r)
-            }
-            fn can_i(&self, _: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-                Err(ContextError("can_i is down".into()))
-            }
-        }
+        // Lists from a snapshot, but every can_i fails.
+        let snapshot = cluster();
+        let no_can_i = Probe::new(&snapshot).failing_can_i("can_i is down");
         let v = validate(
             &create("rbac-editor", cert_manager_aggregate()),
             &strict(),
-            &NoCanI(cluster()),
+            &no_can_i,
         );
         assert_denied(
             &v,
@@ -1042,7 +999,7 @@ mod tests {
         assert_allowed(&validate(
             &create("rbac-editor", plain),
             &strict(),
-            &NoCanI(cluster()),
+            &no_can_i,
         ));
     }
 

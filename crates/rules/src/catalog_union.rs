@@ -664,6 +664,7 @@ fn json_kind(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{admission_request, assert_contains_all, assert_no_debug_output};
     use olm_guard_core::NoCluster;
     use serde_json::json;
 
@@ -688,17 +689,18 @@ mod tests {
     }
 
     fn request_for(operation: &str, object: Value) -> AdmissionRequest {
-        serde_json::from_value(json!({
-            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-            "kind": {"group": "operators.coreos.com", "version": "v1alpha1", "kind": "CatalogSource"},
-            "resource": {"group": "operators.coreos.com", "version": "v1alpha1", "resource": "catalogsources"},
-            "name": "operatorhubio-catalog",
-            "namespace": "olm",
-            "operation": operation,
-            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
-            "object": object
-        }))
-        .unwrap()
+        admission_request(
+            ["operators.coreos.com", "v1alpha1", "CatalogSource"],
+            "catalogsources",
+            json!({
+                "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+                "name": "operatorhubio-catalog",
+                "namespace": "olm",
+                "operation": operation,
+                "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+                "object": object
+            }),
+        )
     }
 
     fn check_with(spec: Value, settings: &Settings) -> Verdict {
@@ -751,20 +753,6 @@ mod tests {
         let message = verdict.message.as_deref().unwrap_or_default();
         assert_no_debug_output(message);
         message
-    }
-
-    #[track_caller]
-    fn assert_contains_all(text: &str, parts: &[&str]) {
-        for part in parts {
-            assert!(text.contains(part), "{part:?} not in: {text}");
-        }
-    }
-
-    #[track_caller]
-    fn assert_no_debug_output(text: &str) {
-        for debug in ["Some(", "None", "Object {", "String(", "Array ["] {
-            assert!(!text.contains(debug), "debug output {debug:?} in: {text}");
-        }
     }
 
     /// The spec of a mutated object, after checking the mutation leaves the

@@ -23,6 +23,11 @@
 //! the requester may not manage), and a warning asks for `spec.group`. With
 //! neither a group nor a label there is no group to protect: it is accepted
 //! with a warning, as rule 5 accepts its DELETE.
+//!
+//! An UPDATE that gives an object a group other than the one it is stored
+//! in (`spec.group` when a non-empty string, else the owner-name label) also
+//! asks rule 4 for the stored group: managing the new group alone must not
+//! be enough to pull another group's revision into it.
 
 use olm_guard_core::protocol::ResourceAttributes;
 use olm_guard_core::{
@@ -111,6 +116,23 @@ fn validate_write(
 
     if let Err(denial) = require_manage(cluster, &request.user_info, group, "") {
         return denial;
+    }
+
+    // Moving a revision into a group takes it out of the one it is stored
+    // in: whoever may write the new group must not be able to pull another
+    // group's revision into it (a label-only object gaining spec.group, or a
+    // backfill from a changed label).
+    if request.operation == Operation::Update
+        && let Some((stored, source)) =
+            stored_group(&request.old_object).filter(|(g, _)| *g != group)
+    {
+        let note = format!(
+            " (the group this ClusterObjectSet is stored in, taken from {source}; the update \
+             would move it to group \"{group}\", which needs the grant on both groups)"
+        );
+        if let Err(denial) = require_manage(cluster, &request.user_info, stored, &note) {
+            return denial;
+        }
     }
 
     if !backfilled {
@@ -228,6 +250,26 @@ fn require_manage(
     }
 }
 
+/// The group a stored object counts in, with where it was read from:
+/// `spec.group` when it is a non-empty string, else the owner-name label.
+/// Read from the raw JSON so that an old object the typed reader refuses
+/// still names its group.
+fn stored_group(old_object: &Value) -> Option<(&str, String)> {
+    if let Some(group) = spec_group_of(old_object) {
+        return Some((group, "its spec.group".to_string()));
+    }
+    old_object
+        .get("metadata")
+        .and_then(|metadata| metadata.get("labels"))
+        .and_then(|labels| labels.get(OWNER_NAME_LABEL))
+        .and_then(Value::as_str)
+        .filter(|label| !label.is_empty())
+        .map(|label| {
+            let source = format!("the label it is stored with {OWNER_NAME_LABEL}=\"{label}\"");
+            (label, source)
+        })
+}
+
 /// `spec.group` of a raw object when it is a non-empty string: the old
 /// object of an UPDATE or DELETE, which the API server has already stored.
 fn spec_group_of(object: &Value) -> Option<&str> {
@@ -270,14 +312,10 @@ fn invalid_group_message(value: &Value, old_group: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use olm_guard_core::protocol::{
-        CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
-        SubjectAccessReviewStatus,
-    };
-    use olm_guard_core::{ContextError, NoCluster};
+    use crate::testing::{Probe, admission_request, assert_denied, has_warning, snapshot};
+    use olm_guard_core::NoCluster;
     use olm_guard_snapshot::Snapshot;
     use serde_json::json;
-    use std::cell::RefCell;
 
     /// ClusterRoles and bindings in the shape of seed 000's examples.
     const RBAC: &str = r#"
@@ -321,7 +359,7 @@ subjects:
 "#;
 
     fn cluster() -> Snapshot {
-        Snapshot::from_yaml(RBAC).unwrap()
+        snapshot(&[RBAC])
     }
 
     fn user(name: &str, groups: &[&str]) -> Value {
@@ -361,18 +399,17 @@ subjects:
     }
 
     fn request(operation: &str, user: Value, object: Value, old_object: Value) -> AdmissionRequest {
-        serde_json::from_value(json!({
-            "uid": "1",
-            "kind": {"group": "olm.operatorframework.io", "version": "v1", "kind": "ClusterObjectSet"},
-            "resource": {"group": "olm.operatorframework.io", "version": "v1",
-                         "resource": "clusterobjectsets"},
-            "name": "widget-operator-1",
-            "operation": operation,
-            "userInfo": user,
-            "object": object,
-            "oldObject": old_object,
-        }))
-        .unwrap()
+        admission_request(
+            [GROUP, "v1", KIND],
+            RESOURCE,
+            json!({
+                "name": "widget-operator-1",
+                "operation": operation,
+                "userInfo": user,
+                "object": object,
+                "oldObject": old_object,
+            }),
+        )
     }
 
     fn create(user: Value, object: Value) -> AdmissionRequest {
@@ -389,54 +426,17 @@ subjects:
         }
     }
 
-    fn message(verdict: &Verdict) -> &str {
-        verdict.message.as_deref().unwrap_or("")
+    /// Records the SubjectAccessReviews a rule asks for, allowing each.
+    fn recorder() -> Probe<'static> {
+        Probe::new(&NoCluster).allowing_all()
     }
 
-    fn assert_denied(verdict: &Verdict, parts: &[&str]) {
-        assert!(!verdict.allowed, "expected a denial, got {verdict:?}");
-        for part in parts {
-            assert!(
-                message(verdict).contains(part),
-                "{part:?} not in {:?}",
-                verdict.message
-            );
-        }
-        for debug in ["Some(", "None", "Object {", "String("] {
-            assert!(
-                !message(verdict).contains(debug),
-                "debug output in {:?}",
-                verdict.message
-            );
-        }
-    }
-
-    /// Records the SubjectAccessReviews a rule asks for.
-    #[derive(Default)]
-    struct Recorder {
-        reviews: RefCell<Vec<CanIRequest>>,
-    }
-
-    impl Cluster for Recorder {
-        fn list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-            NoCluster.list_all(r)
-        }
-        fn list_by_namespace(
-            &self,
-            r: &ListResourcesByNamespaceRequest,
-        ) -> Result<Vec<u8>, ContextError> {
-            NoCluster.list_by_namespace(r)
-        }
-        fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-            NoCluster.get(r)
-        }
-        fn can_i(&self, r: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-            self.reviews.borrow_mut().push(r.clone());
-            Ok(SubjectAccessReviewStatus {
-                allowed: true,
-                ..Default::default()
-            })
-        }
+    /// The verdict on `request` when every SubjectAccessReview is allowed,
+    /// and the groups asked about, in order.
+    fn asked(request: &AdmissionRequest) -> (Verdict, Vec<Option<String>>) {
+        let recorder = recorder();
+        let verdict = validate(request, &Settings::default(), &recorder);
+        (verdict, recorder.reviewed_names())
     }
 
     #[test]
@@ -567,7 +567,7 @@ subjects:
 
     #[test]
     fn rule4_asks_exactly_the_seeds_authorizer_question() {
-        let recorder = Recorder::default();
+        let recorder = recorder();
         let verdict = validate(
             &create(alice(), widget(json!({}))),
             &Settings::default(),
@@ -809,13 +809,6 @@ subjects:
         request("UPDATE", user, new, old.clone())
     }
 
-    fn has_warning(verdict: &Verdict, parts: &[&str]) -> bool {
-        verdict
-            .warnings
-            .iter()
-            .any(|w| parts.iter().all(|part| w.contains(part)))
-    }
-
     #[test]
     fn legacy_update_is_authorized_by_its_label_and_warns() {
         let old = legacy("widget-operator");
@@ -836,7 +829,7 @@ subjects:
         );
 
         // The label is what rule 4 asks about.
-        let recorder = Recorder::default();
+        let recorder = recorder();
         let verdict = validate(&archive(alice(), &old), &Settings::default(), &recorder);
         assert!(verdict.allowed, "{verdict:?}");
         let reviews = recorder.reviews.borrow();
@@ -921,19 +914,13 @@ subjects:
         );
 
         // Whoever manages both may relabel; both groups are asked about.
-        let recorder = Recorder::default();
-        let verdict = validate(
-            &request("UPDATE", installer(), legacy("widget-operator"), theirs),
-            &Settings::default(),
-            &recorder,
-        );
+        let (verdict, asked) = asked(&request(
+            "UPDATE",
+            installer(),
+            legacy("widget-operator"),
+            theirs,
+        ));
         assert!(verdict.allowed, "{verdict:?}");
-        let asked: Vec<Option<String>> = recorder
-            .reviews
-            .borrow()
-            .iter()
-            .map(|r| r.subject_access_review.resource_attributes.name.clone())
-            .collect();
         assert_eq!(
             asked,
             vec![
@@ -941,6 +928,117 @@ subjects:
                 Some("cert-manager".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn gaining_a_group_other_than_the_stored_label_needs_both_groups() {
+        // alice manages widget-operator only: giving argocd-operator's
+        // label-only revision spec.group widget-operator (and the matching
+        // label) would pull it into her group.
+        let theirs = legacy("argocd-operator");
+        let mut into_mine = legacy("widget-operator");
+        into_mine["spec"]["group"] = json!("widget-operator");
+        let verdict = run(&request(
+            "UPDATE",
+            alice(),
+            into_mine.clone(),
+            theirs.clone(),
+        ));
+        assert_denied(
+            &verdict,
+            &[
+                NOT_AUTHORIZED,
+                "user \"alice\"",
+                "may not manage group \"argocd-operator\" (the group this ClusterObjectSet is \
+                 stored in, taken from the label it is stored with \
+                 olm.operatorframework.io/owner-name=\"argocd-operator\"; the update would move \
+                 it to group \"widget-operator\", which needs the grant on both groups)",
+                "resourceNames: [argocd-operator]",
+            ],
+        );
+        assert_eq!(verdict.code, Some(403));
+
+        // Whoever manages both may move it; the new group is asked first.
+        let (verdict, asked) = asked(&request("UPDATE", installer(), into_mine, theirs));
+        assert!(verdict.allowed, "{verdict:?}");
+        assert_eq!(
+            asked,
+            vec![
+                Some("widget-operator".to_string()),
+                Some("argocd-operator".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn gaining_the_group_of_the_stored_label_asks_once() {
+        let old = legacy("widget-operator");
+        let mut new = old.clone();
+        new["spec"]["group"] = json!("widget-operator");
+        let (verdict, asked) = asked(&request("UPDATE", alice(), new, old));
+        assert!(verdict.allowed, "{verdict:?}");
+        assert_eq!(asked, vec![Some("widget-operator".to_string())]);
+    }
+
+    #[test]
+    fn backfill_from_a_changed_label_needs_the_stored_group_too() {
+        let theirs = legacy("argocd-operator");
+        let relabelled = legacy("widget-operator");
+        let verdict = validate(
+            &request("UPDATE", alice(), relabelled.clone(), theirs.clone()),
+            &backfill(),
+            &cluster(),
+        );
+        assert_denied(
+            &verdict,
+            &[
+                NOT_AUTHORIZED,
+                "group \"argocd-operator\" (the group this ClusterObjectSet is stored in",
+                "move it to group \"widget-operator\"",
+            ],
+        );
+        assert_eq!(verdict.mutated_object, None);
+
+        let verdict = validate(
+            &request("UPDATE", installer(), relabelled, theirs),
+            &backfill(),
+            &cluster(),
+        );
+        assert!(
+            verdict.allowed && verdict.mutated_object.is_some(),
+            "{verdict:?}"
+        );
+    }
+
+    #[test]
+    fn the_stored_group_is_read_from_odd_old_objects_too() {
+        // A stored spec.group of the wrong type leaves the label as the
+        // group; an old object the typed reader refuses still names it.
+        let mut odd_group = legacy("cert-manager");
+        odd_group["spec"]["group"] = json!(7);
+        let odd_spec = json!({
+            "metadata": {"labels": {OWNER_NAME_LABEL: "cert-manager"}},
+            "spec": "x",
+        });
+        for old in [odd_group, odd_spec] {
+            let verdict = run(&request("UPDATE", alice(), widget(json!({})), old));
+            assert_denied(
+                &verdict,
+                &[
+                    NOT_AUTHORIZED,
+                    "group \"cert-manager\"",
+                    "move it to group \"widget-operator\"",
+                ],
+            );
+        }
+        // The check fails closed like every other.
+        let verdict = validate(
+            &request("UPDATE", alice(), widget(json!({})), legacy("cert-manager")),
+            &Settings::default(),
+            &NoCluster,
+        );
+        assert_denied(&verdict, &["kubernetes/can_i", "fails closed"]);
+        assert_eq!(verdict.code, Some(500));
     }
 
     #[test]

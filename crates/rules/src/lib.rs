@@ -10,3 +10,6 @@ pub mod group_authorization;
 pub mod og_intersection;
 pub mod revision_uniqueness;
 pub mod scope_rbac;
+
+#[cfg(test)]
+pub(crate) mod testing;

@@ -790,8 +790,8 @@ fn joined<S: AsRef<str>>(items: &[S], separator: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use olm_guard_core::protocol::{
-        CanIRequest, GetResourceRequest, ListResourcesByNamespaceRequest, SubjectAccessReviewStatus,
+    use crate::testing::{
+        Probe, admission_request, assert_allowed, assert_denied, assert_no_debug_output, snapshot,
     };
     use olm_guard_snapshot::Snapshot;
     use serde_json::{Value, json};
@@ -810,21 +810,22 @@ mod tests {
         } else {
             "clusterserviceversions"
         };
-        serde_json::from_value(json!({
-            "uid": "test",
-            "kind": {"group": OPERATORS_GROUP, "version": version, "kind": kind},
-            "resource": {"group": OPERATORS_GROUP, "version": version, "resource": resource},
-            "name": object["metadata"]["name"],
-            "namespace": object["metadata"]["namespace"],
-            "operation": operation,
-            "userInfo": {"username": "kubernetes-admin", "groups": ["system:authenticated"]},
-            "object": object,
-        }))
-        .unwrap()
+        admission_request(
+            [OPERATORS_GROUP, version, kind],
+            resource,
+            json!({
+                "uid": "test",
+                "name": object["metadata"]["name"],
+                "namespace": object["metadata"]["namespace"],
+                "operation": operation,
+                "userInfo": {"username": "kubernetes-admin", "groups": ["system:authenticated"]},
+                "object": object,
+            }),
+        )
     }
 
     fn cluster(yaml: &str) -> Snapshot {
-        Snapshot::from_yaml(yaml).unwrap()
+        snapshot(&[yaml])
     }
 
     fn check(request: &AdmissionRequest, cluster: &dyn Cluster) -> Verdict {
@@ -857,19 +858,6 @@ mod tests {
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
     }
 
-    fn assert_denied(verdict: &Verdict, parts: &[&str]) {
-        assert!(!verdict.allowed, "expected a denial, got {verdict:?}");
-        let message = verdict.message.as_deref().unwrap_or("");
-        for part in parts {
-            assert!(message.contains(part), "message lacks {part:?}: {message}");
-        }
-        assert!(!message.contains("Some("), "debug output in {message}");
-    }
-
-    fn assert_allowed(verdict: &Verdict) {
-        assert!(verdict.allowed, "expected allowed, got {verdict:?}");
-    }
-
     /// An UPDATE from `old` to `new`, as the API server sends it.
     fn update(kind: &str, old: Value, new: Value) -> AdmissionRequest {
         let mut request = request("UPDATE", kind, new);
@@ -888,7 +876,7 @@ mod tests {
             verdict.warnings
         );
         for warning in &verdict.warnings {
-            assert!(!warning.contains("Some("), "debug output in {warning}");
+            assert_no_debug_output(warning);
         }
     }
 
@@ -900,42 +888,12 @@ mod tests {
         );
     }
 
-    /// A cluster whose listing of one kind fails, as a host capability can.
-    struct Failing<'a> {
-        inner: &'a Snapshot,
-        kind: &'a str,
-    }
-
-    impl Cluster for Failing<'_> {
-        fn list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-            if r.kind == self.kind {
-                return Err(ContextError(format!("{} is forbidden", r.kind)));
-            }
-            self.inner.list_all(r)
-        }
-        fn list_by_namespace(
-            &self,
-            r: &ListResourcesByNamespaceRequest,
-        ) -> Result<Vec<u8>, ContextError> {
-            self.inner.list_by_namespace(r)
-        }
-        fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-            self.inner.get(r)
-        }
-        fn can_i(&self, r: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-            self.inner.can_i(r)
-        }
-    }
-
     // --- scope -------------------------------------------------------------
 
     #[test]
     fn other_kinds_operations_and_subresources_are_accepted_untouched() {
         let empty = Snapshot::new();
-        let broken = Failing {
-            inner: &empty,
-            kind: OPERATOR_GROUP_KIND,
-        };
+        let broken = Probe::new(&empty).failing_lists_of(OPERATOR_GROUP_KIND);
         let bad = og("ns", "g", json!({"targetNamespaces": [""]}), None);
         assert_allowed(&check(
             &request("DELETE", OPERATOR_GROUP_KIND, bad.clone()),
@@ -1330,10 +1288,7 @@ spec:
             og("edge", "edge", json!({}), Some(NGINX_API)),
             &["nginx"],
         )]);
-        let no_namespaces = Failing {
-            inner: &base,
-            kind: "Namespace",
-        };
+        let no_namespaces = Probe::new(&base).failing_lists_of("Namespace");
         assert_denied(
             &check(
                 &request("CREATE", OPERATOR_GROUP_KIND, nginx_group()),
@@ -1656,45 +1611,15 @@ spec:
             og("g1", "g1", selector("x"), Some(NGINX_API)),
             og("g2", "g2", selector("y"), Some(NGINX_API)),
         ]);
-        let counting = Counting {
-            inner: &base,
-            calls: RefCell::new(HashMap::new()),
-        };
+        let counting = Probe::new(&base);
         let old = og("nginx", "nginx-hbvsw", selector("x"), Some(NGINX_API));
         let new = og("nginx", "nginx-hbvsw", selector("y"), Some(NGINX_API));
         let verdict = check(&update(OPERATOR_GROUP_KIND, old, new), &counting);
         assert_denied(&verdict, &["\"g2/g2\""]);
         assert_no_warnings(&verdict);
         assert!(!verdict.message.as_deref().unwrap_or("").contains("g1/g1"));
-        let calls = counting.calls.borrow();
-        assert_eq!(calls.get(OPERATOR_GROUP_KIND), Some(&1));
-        assert_eq!(calls.get("Namespace"), Some(&1));
-    }
-
-    /// Counts list calls per kind, to hold the rule to one per kind.
-    struct Counting<'a> {
-        inner: &'a Snapshot,
-        calls: RefCell<HashMap<String, usize>>,
-    }
-
-    impl Cluster for Counting<'_> {
-        fn list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-            *self.calls.borrow_mut().entry(r.kind.clone()).or_default() += 1;
-            self.inner.list_all(r)
-        }
-        fn list_by_namespace(
-            &self,
-            r: &ListResourcesByNamespaceRequest,
-        ) -> Result<Vec<u8>, ContextError> {
-            *self.calls.borrow_mut().entry(r.kind.clone()).or_default() += 1;
-            self.inner.list_by_namespace(r)
-        }
-        fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-            self.inner.get(r)
-        }
-        fn can_i(&self, r: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-            self.inner.can_i(r)
-        }
+        assert_eq!(counting.lists_of(OPERATOR_GROUP_KIND), 1);
+        assert_eq!(counting.lists_of("Namespace"), 1);
     }
 
     #[test]
@@ -1707,26 +1632,19 @@ spec:
             og("g2", "g2", selector("x"), Some(NGINX_API)),
             og("g3", "g3", selector("y"), Some(NGINX_API)),
         ]);
-        let counting = Counting {
-            inner: &base,
-            calls: RefCell::new(HashMap::new()),
-        };
+        let counting = Probe::new(&base);
         let mine = og("nginx", "nginx-hbvsw", selector("x"), Some(NGINX_API));
         let verdict = check(&request("CREATE", OPERATOR_GROUP_KIND, mine), &counting);
         assert_denied(&verdict, &["\"g1/g1\"", "\"g2/g2\""]);
         assert!(!verdict.message.as_deref().unwrap_or("").contains("g3/g3"));
-        let calls = counting.calls.borrow();
-        assert_eq!(calls.get(OPERATOR_GROUP_KIND), Some(&1));
-        assert_eq!(calls.get("Namespace"), Some(&1));
+        assert_eq!(counting.lists_of(OPERATOR_GROUP_KIND), 1);
+        assert_eq!(counting.lists_of("Namespace"), 1);
     }
 
     #[test]
     fn failing_to_list_operator_groups_fails_closed() {
         let empty = Snapshot::new();
-        let broken = Failing {
-            inner: &empty,
-            kind: OPERATOR_GROUP_KIND,
-        };
+        let broken = Probe::new(&empty).failing_lists_of(OPERATOR_GROUP_KIND);
         let verdict = check(
             &request("CREATE", OPERATOR_GROUP_KIND, nginx_group()),
             &broken,
@@ -2246,10 +2164,7 @@ spec:
     #[test]
     fn a_failed_lookup_blocks_only_csv_updates_that_need_it() {
         let empty = Snapshot::new();
-        let broken = Failing {
-            inner: &empty,
-            kind: OPERATOR_GROUP_KIND,
-        };
+        let broken = Probe::new(&empty).failing_lists_of(OPERATOR_GROUP_KIND);
         let csv = prometheus_csv("monitoring");
         let verdict = check(
             &update(CSV_KIND, csv.clone(), relabelled(csv.clone())),

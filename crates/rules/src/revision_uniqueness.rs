@@ -424,14 +424,10 @@ fn holder_details(holder: &ClusterObjectSet) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use olm_guard_core::ContextError;
+    use crate::testing::{Probe, admission_request, assert_denied, has_warning};
     use olm_guard_core::NoCluster;
-    use olm_guard_core::protocol::{
-        CanIRequest, GetResourceRequest, ListResourcesByNamespaceRequest, SubjectAccessReviewStatus,
-    };
     use olm_guard_snapshot::Snapshot;
     use serde_json::json;
-    use std::cell::RefCell;
 
     fn cos(name: &str, spec: Value, labels: Value) -> Value {
         json!({
@@ -474,17 +470,16 @@ mod tests {
     }
 
     fn request(operation: &str, object: Value, old_object: Value) -> AdmissionRequest {
-        serde_json::from_value(json!({
-            "uid": "1",
-            "kind": {"group": "olm.operatorframework.io", "version": "v1", "kind": "ClusterObjectSet"},
-            "resource": {"group": "olm.operatorframework.io", "version": "v1",
-                         "resource": "clusterobjectsets"},
-            "operation": operation,
-            "userInfo": {"username": "system:serviceaccount:olmv1-system:operator-controller-controller-manager"},
-            "object": object,
-            "oldObject": old_object,
-        }))
-        .unwrap()
+        admission_request(
+            ["olm.operatorframework.io", "v1", "ClusterObjectSet"],
+            "clusterobjectsets",
+            json!({
+                "operation": operation,
+                "userInfo": {"username": "system:serviceaccount:olmv1-system:operator-controller-controller-manager"},
+                "object": object,
+                "oldObject": old_object,
+            }),
+        )
     }
 
     fn create(object: Value) -> AdmissionRequest {
@@ -499,42 +494,6 @@ mod tests {
         Settings {
             auto_increment_revision: auto,
             require_name_suffix: suffix,
-        }
-    }
-
-    fn assert_denied(verdict: &Verdict, parts: &[&str]) {
-        assert!(!verdict.allowed, "expected a denial, got {verdict:?}");
-        let message = verdict.message.as_deref().unwrap_or("");
-        for part in parts {
-            assert!(message.contains(part), "{part:?} not in {message:?}");
-        }
-        for debug in ["Some(", "None", "Object {", "Number("] {
-            assert!(!message.contains(debug), "debug output in {message:?}");
-        }
-    }
-
-    /// Counts the lists a rule asks for.
-    struct Counting<C> {
-        inner: C,
-        lists: RefCell<Vec<ListAllResourcesRequest>>,
-    }
-
-    impl<C: Cluster> Cluster for Counting<C> {
-        fn list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-            self.lists.borrow_mut().push(r.clone());
-            self.inner.list_all(r)
-        }
-        fn list_by_namespace(
-            &self,
-            r: &ListResourcesByNamespaceRequest,
-        ) -> Result<Vec<u8>, ContextError> {
-            self.inner.list_by_namespace(r)
-        }
-        fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-            self.inner.get(r)
-        }
-        fn can_i(&self, r: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-            self.inner.can_i(r)
         }
     }
 
@@ -729,16 +688,14 @@ mod tests {
 
     #[test]
     fn rule4_lists_once_and_fails_closed() {
-        let counting = Counting {
-            inner: cluster(),
-            lists: RefCell::new(Vec::new()),
-        };
+        let snapshot = cluster();
+        let counting = Probe::new(&snapshot);
         validate(
             &create(grouped("widget", json!(4), "Active")),
             &with(false, true),
             &counting,
         );
-        let lists = counting.lists.borrow();
+        let lists = counting.list_all_requests.borrow();
         assert_eq!(lists.len(), 1);
         assert_eq!(
             lists[0],
@@ -908,13 +865,6 @@ mod tests {
         let mut archived = object.clone();
         archived["spec"]["lifecycleState"] = json!("Archived");
         request("UPDATE", archived, object.clone())
-    }
-
-    fn has_warning(verdict: &Verdict, parts: &[&str]) -> bool {
-        verdict
-            .warnings
-            .iter()
-            .any(|w| parts.iter().all(|part| w.contains(part)))
     }
 
     #[test]

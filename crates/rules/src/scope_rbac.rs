@@ -573,16 +573,12 @@ fn display_name<'a>(meta: &'a ObjectMeta, request: &'a AdmissionRequest) -> &'a 
 
 #[cfg(test)]
 mod tests {
-    use std::cell::RefCell;
-
     use olm_guard_core::NoCluster;
-    use olm_guard_core::protocol::{
-        CanIRequest, ListResourcesByNamespaceRequest, SubjectAccessReviewStatus,
-    };
     use olm_guard_snapshot::Snapshot;
     use serde_json::json;
 
     use super::*;
+    use crate::testing::{Probe, admission_request, assert_allowed, message, snapshot};
 
     /// RBAC of the tests: oria's real manager ClusterRole bound to its
     /// ServiceAccount, and users holding the tutorial template's rules in
@@ -667,25 +663,12 @@ subjects:
 
     /// oria's docs/tutorial.md ScopeTemplate (shared/realworld/oria), in `group`.
     fn tutorial_template(group: &str) -> Value {
-        json!({
-            "apiVersion": scope::api_version(group),
-            "kind": "ScopeTemplate",
-            "metadata": {"name": "scopetemplate-sample-manager"},
-            "spec": {"clusterRoles": [{
-                "generateName": "manager-role",
-                "rules": [
-                    {"apiGroups": ["*"], "resources": ["deployments", "memcacheds"],
-                     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
-                    {"apiGroups": ["cache.example.com"], "resources": ["memcacheds/finalizers"],
-                     "verbs": ["update"]},
-                    {"apiGroups": ["cache.example.com"], "resources": ["memcacheds/status"],
-                     "verbs": ["get", "patch", "update"]}
-                ],
-                "subjects": [{"kind": "ServiceAccount",
-                              "name": "memcached-operator-controller-manager",
-                              "namespace": "memcached-operator-system"}]
-            }]}
-        })
+        let mut template: Value = serde_json::from_str(include_str!(
+            "../../olm/tests/fixtures/oria-tutorial-scopetemplate.json"
+        ))
+        .unwrap();
+        template["apiVersion"] = json!(scope::api_version(group));
+        template
     }
 
     /// A template whose second entry asks for secrets nobody but masters holds.
@@ -704,7 +687,7 @@ subjects:
     }
 
     fn cluster_with(templates: &[Value]) -> Snapshot {
-        let mut snapshot = Snapshot::from_yaml(RBAC).unwrap();
+        let mut snapshot = snapshot(&[RBAC]);
         for template in templates {
             snapshot.add(template.clone()).unwrap();
         }
@@ -729,17 +712,17 @@ subjects:
             .as_str()
             .unwrap_or("operators.coreos.com/v1alpha1");
         let (group, version) = api_version.split_once('/').unwrap();
-        serde_json::from_value(json!({
-            "uid": "1",
-            "kind": {"group": group, "version": version, "kind": object["kind"]},
-            "resource": {"group": group, "version": version,
-                         "resource": format!("{}s", object["kind"].as_str().unwrap_or("").to_lowercase())},
-            "name": object["metadata"]["name"],
-            "operation": operation,
-            "userInfo": user(username),
-            "object": object,
-        }))
-        .unwrap()
+        let kind = object["kind"].as_str().unwrap_or("");
+        admission_request(
+            [group, version, kind],
+            &format!("{}s", kind.to_lowercase()),
+            json!({
+                "name": object["metadata"]["name"],
+                "operation": operation,
+                "userInfo": user(username),
+                "object": object,
+            }),
+        )
     }
 
     fn instance(group: &str, template: &str, namespaces: &[&str]) -> Value {
@@ -769,95 +752,10 @@ subjects:
         }
     }
 
-    fn message(verdict: &Verdict) -> &str {
-        verdict.message.as_deref().unwrap_or("")
-    }
-
     #[track_caller]
     fn assert_denied(verdict: &Verdict, code: u16, parts: &[&str]) {
-        assert!(!verdict.allowed, "expected a denial, got {verdict:?}");
+        crate::testing::assert_denied(verdict, parts);
         assert_eq!(verdict.code, Some(code), "{}", message(verdict));
-        for part in parts {
-            assert!(
-                message(verdict).contains(part),
-                "{:?} not in {:?}",
-                part,
-                message(verdict)
-            );
-        }
-        for debug in ["Some(", "None", "Object {", "\\\""] {
-            assert!(
-                !message(verdict).contains(debug),
-                "debug output in {:?}",
-                message(verdict)
-            );
-        }
-    }
-
-    #[track_caller]
-    fn assert_allowed(verdict: &Verdict) {
-        assert!(
-            verdict.allowed,
-            "expected acceptance, got {:?}",
-            message(verdict)
-        );
-    }
-
-    /// A cluster whose capabilities can be made to fail, counting lists.
-    struct Faulty<'a> {
-        inner: &'a Snapshot,
-        fail_get: bool,
-        fail_list: bool,
-        fail_can_i: bool,
-        lists: RefCell<Vec<String>>,
-    }
-
-    impl<'a> Faulty<'a> {
-        fn new(inner: &'a Snapshot) -> Self {
-            Faulty {
-                inner,
-                fail_get: false,
-                fail_list: false,
-                fail_can_i: false,
-                lists: RefCell::default(),
-            }
-        }
-
-        fn lists_of(&self, kind: &str) -> usize {
-            self.lists.borrow().iter().filter(|k| *k == kind).count()
-        }
-    }
-
-    impl Cluster for Faulty<'_> {
-        fn list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-            self.lists.borrow_mut().push(r.kind.clone());
-            if self.fail_list {
-                return Err(ContextError("list refused".into()));
-            }
-            self.inner.list_all(r)
-        }
-        fn list_by_namespace(
-            &self,
-            r: &ListResourcesByNamespaceRequest,
-        ) -> Result<Vec<u8>, ContextError> {
-            self.lists.borrow_mut().push(r.kind.clone());
-            if self.fail_list {
-                return Err(ContextError("list refused".into()));
-            }
-            self.inner.list_by_namespace(r)
-        }
-        fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-            if self.fail_get {
-                return Err(ContextError("connection reset".into()));
-            }
-            self.inner.get(r)
-        }
-        fn can_i(&self, r: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-            if self.fail_can_i {
-                return Err(ContextError("SubjectAccessReview refused".into()));
-            }
-            self.inner.can_i(r)
-        }
     }
 
     // ------------------------------------------------------------ scope of the policy
@@ -1254,10 +1152,7 @@ subjects: [{kind: User, name: frank}]
     fn template_checks_fail_closed() {
         let snapshot = cluster_with(&[]);
         let template = tutorial_template(scope::ORIA_GROUP);
-        let cluster = Faulty {
-            fail_can_i: true,
-            ..Faulty::new(&snapshot)
-        };
+        let cluster = Probe::new(&snapshot).failing_can_i("SubjectAccessReview refused");
         assert_denied(
             &validate(
                 &request("CREATE", &template, "alice"),
@@ -1267,10 +1162,7 @@ subjects: [{kind: User, name: frank}]
             500,
             &["escalate", "SubjectAccessReview refused", "fails closed"],
         );
-        let cluster = Faulty {
-            fail_list: true,
-            ..Faulty::new(&snapshot)
-        };
+        let cluster = Probe::new(&snapshot).failing_lists("list refused");
         assert_denied(
             &validate(
                 &request("CREATE", &template, "alice"),
@@ -1442,7 +1334,7 @@ subjects: [{kind: User, name: frank}]
     #[test]
     fn rbac_is_loaded_once_per_target() {
         let snapshot = cluster_with(&[two_entry_template(scope::ORIA_GROUP)]);
-        let cluster = Faulty::new(&snapshot);
+        let cluster = Probe::new(&snapshot);
         let object = instance(
             scope::ORIA_GROUP,
             "two-entries",
@@ -1455,17 +1347,17 @@ subjects: [{kind: User, name: frank}]
             cluster.lists_of("ClusterRoleBinding"),
             2,
             "{:?}",
-            cluster.lists.borrow()
+            cluster.listed_kinds()
         );
         assert_eq!(
             cluster.lists_of("RoleBinding"),
             2,
             "{:?}",
-            cluster.lists.borrow()
+            cluster.listed_kinds()
         );
 
         // Nothing is loaded when bind already allows every entry.
-        let cluster = Faulty::new(&snapshot);
+        let cluster = Probe::new(&snapshot);
         assert_allowed(&validate(
             &request("CREATE", &object, ORIA_SA),
             &settings(),
@@ -1475,7 +1367,7 @@ subjects: [{kind: User, name: frank}]
             cluster.lists_of("ClusterRoleBinding"),
             0,
             "{:?}",
-            cluster.lists.borrow()
+            cluster.listed_kinds()
         );
     }
 
@@ -1534,11 +1426,9 @@ subjects: [{kind: User, name: frank}]
         let missing = instance(scope::OLM_GROUP, "nope", &["team-a"]);
 
         // get and list both fail: not "not found", even when pending is allowed.
-        let cluster = Faulty {
-            fail_get: true,
-            fail_list: true,
-            ..Faulty::new(&snapshot)
-        };
+        let cluster = Probe::new(&snapshot)
+            .failing_get("connection reset")
+            .failing_lists("list refused");
         for (object, settings) in [(&object, settings()), (&missing, pending_allowed())] {
             let verdict = validate(&request("CREATE", object, "bob"), &settings, &cluster);
             assert_denied(
@@ -1553,10 +1443,7 @@ subjects: [{kind: User, name: frank}]
             );
         }
         // A failed get confirmed by a list that has the template: checked normally.
-        let cluster = Faulty {
-            fail_get: true,
-            ..Faulty::new(&snapshot)
-        };
+        let cluster = Probe::new(&snapshot).failing_get("connection reset");
         assert_allowed(&validate(
             &request("CREATE", &object, "bob"),
             &settings(),
@@ -1568,10 +1455,7 @@ subjects: [{kind: User, name: frank}]
             &["ScopeTemplateNotFound"],
         );
 
-        let cluster = Faulty {
-            fail_can_i: true,
-            ..Faulty::new(&snapshot)
-        };
+        let cluster = Probe::new(&snapshot).failing_can_i("SubjectAccessReview refused");
         assert_denied(
             &validate(&request("CREATE", &object, "bob"), &settings(), &cluster),
             500,
@@ -1582,29 +1466,11 @@ subjects: [{kind: User, name: frank}]
         );
 
         // can_i answers, RBAC lists do not.
-        struct NoLists<'a>(&'a Snapshot);
-        impl Cluster for NoLists<'_> {
-            fn list_all(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-                Err(ContextError("list refused".into()))
-            }
-            fn list_by_namespace(
-                &self,
-                _: &ListResourcesByNamespaceRequest,
-            ) -> Result<Vec<u8>, ContextError> {
-                Err(ContextError("list refused".into()))
-            }
-            fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-                self.0.get(r)
-            }
-            fn can_i(&self, r: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-                self.0.can_i(r)
-            }
-        }
         assert_denied(
             &validate(
                 &request("CREATE", &object, "bob"),
                 &settings(),
-                &NoLists(&snapshot),
+                &Probe::new(&snapshot).failing_lists("list refused"),
             ),
             500,
             &["the RBAC of namespace \"team-a\"", "list refused"],

@@ -10,7 +10,11 @@
 //! 1. `spec.group` must be set to a non-empty string (see below for objects
 //!    stored without one).
 //! 2. On UPDATE, `spec.group` cannot change once it is set (an object without
-//!    one may gain one).
+//!    one may gain one). When the object is stored in another group than the
+//!    one the update gives it (its owner-name label, or a backfill from a
+//!    changed label), the requester needs rule 4's permission for the stored
+//!    group as well, so a revision cannot be pulled out of a group the
+//!    requester may not manage.
 //! 3. If the label `olm.operatorframework.io/owner-name` is present it must
 //!    equal `spec.group`, so a forged label cannot steer controllers that
 //!    still group revisions by the label.
