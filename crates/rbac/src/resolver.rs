@@ -692,10 +692,10 @@ mod tests {
         assert!(s.role_bindings("nowhere").is_empty());
     }
 
-    /// Lookups go through the subject index: a store of many bindings
-    /// answers quickly for a user bound by few of them.
+    /// Through the subject index, each of 5,000 users gets exactly its own
+    /// grant and no other (speed is measured by `olm-guard bench`, not here).
     #[test]
-    fn large_store_is_indexed() {
+    fn large_store_answers_each_user_by_its_own_bindings() {
         let n = 5000;
         let roles = (0..n)
             .map(|i| {
@@ -717,7 +717,6 @@ mod tests {
             })
             .collect();
         let s = RbacStore::new(roles, vec![], bindings, vec![]);
-        let start = std::time::Instant::now();
         for i in 0..n {
             let u = user(&format!("u-{i}"), &["system:authenticated"]);
             assert!(
@@ -729,10 +728,5 @@ mod tests {
                     .allowed
             );
         }
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(5),
-            "{:?}",
-            start.elapsed()
-        );
     }
 }

@@ -1020,9 +1020,10 @@ mod tests {
         assert!(err.contains("allowFeeding contains an empty name"), "{err}");
     }
 
-    /// 5,000 ClusterRoles and 5,000 bindings: one evaluation stays linear.
+    /// 5,000 ClusterRoles and 5,000 bindings still reach the right verdicts
+    /// (speed is measured by `olm-guard bench --workload rbac-5k`, not here).
     #[test]
-    fn large_cluster_is_not_quadratic() {
+    fn large_cluster_reaches_the_right_verdicts() {
         let mut objects = Vec::new();
         for i in 0..5000 {
             objects.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -1041,7 +1042,6 @@ mod tests {
                 "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"team": format!("t{i}")}}]}}));
         }
         let s = Snapshot::from_objects(objects);
-        let start = std::time::Instant::now();
         let everything = aggregated("everything", json!([{}]));
         let v = validate(&create("u-1", everything), &covers_mode(), &s);
         assert_denied(&v, &["and 4930 more"]);
@@ -1049,11 +1049,6 @@ mod tests {
         assert_denied(
             &validate(&create("u-1", feeder), &strict(), &s),
             &["\"agg-3\""],
-        );
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(20),
-            "{:?}",
-            start.elapsed()
         );
     }
 }
