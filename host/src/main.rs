@@ -283,13 +283,15 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         )?);
     } else {
         let wanted = args.workload.as_deref().unwrap_or("all");
-        let workloads: Vec<Workload> =
-            match wanted {
-                "all" => Workload::all(),
-                name => vec![Workload::by_name(name).with_context(|| {
-                    format!("no workload {name:?} (cos-10k, rbac-5k, og-2k, all)")
-                })?],
-            };
+        let workloads: Vec<Workload> = match wanted {
+            "all" => Workload::all(),
+            name => vec![Workload::by_name(name).with_context(|| {
+                format!(
+                    "no workload {name:?} ({}, all)",
+                    Workload::names().join(", ")
+                )
+            })?],
+        };
         let mut store = PolicyStore::new(&runtime, args.dist.clone());
         for workload in workloads {
             let policy = store.get(workload.policy)?;
@@ -298,7 +300,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 &policy,
                 &workload.request,
                 &workload.settings,
-                Arc::new(workload.snapshot()),
+                Arc::new(workload.snapshot),
                 args.iterations,
             )?;
             if report.allowed != workload.expect_allowed {

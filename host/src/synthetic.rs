@@ -11,28 +11,36 @@ use olm_guard_snapshot::Snapshot;
 pub struct Workload {
     pub name: &'static str,
     pub policy: &'static str,
-    pub objects: Vec<Value>,
+    pub snapshot: Snapshot,
     pub request: Value,
     pub settings: Value,
     pub expect_allowed: bool,
 }
 
+type Generator = fn() -> Workload;
+
+/// The built-in workloads by name, each generated only when asked for.
+const WORKLOADS: &[(&str, Generator)] = &[
+    ("cos-10k", || cluster_object_sets(10_000)),
+    ("rbac-5k", || aggregation_rbac(5_000, 5_000)),
+    ("og-2k", || operator_groups(2_000, 5_000)),
+];
+
 impl Workload {
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot::from_objects(self.objects.clone())
+    /// The names `olm-guard bench --workload` accepts (besides `all`).
+    pub fn names() -> Vec<&'static str> {
+        WORKLOADS.iter().map(|(name, _)| *name).collect()
     }
 
-    /// The names `olm-guard bench --workload` accepts.
     pub fn all() -> Vec<Workload> {
-        vec![
-            cluster_object_sets(10_000),
-            aggregation_rbac(5_000, 5_000),
-            operator_groups(2_000, 5_000),
-        ]
+        WORKLOADS.iter().map(|(_, generate)| generate()).collect()
     }
 
     pub fn by_name(name: &str) -> Option<Workload> {
-        Workload::all().into_iter().find(|w| w.name == name)
+        WORKLOADS
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, generate)| generate())
     }
 }
 
@@ -55,7 +63,7 @@ fn request(uid: &str, group: &str, version: &str, kind: &str, user: &str, object
 /// every fifth group still label-only); the request adds revision 6 to a
 /// group with auto-increment on.
 pub fn cluster_object_sets(n: usize) -> Workload {
-    let objects = (0..n)
+    let objects: Vec<Value> = (0..n)
         .map(|i| {
             let (group, revision) = (format!("ext-{}", i / 5), i % 5 + 1);
             let label_only = (i / 5) % 5 == 4;
@@ -87,7 +95,7 @@ pub fn cluster_object_sets(n: usize) -> Workload {
     Workload {
         name: "cos-10k",
         policy: "revision-uniqueness",
-        objects,
+        snapshot: Snapshot::from_objects(objects),
         request: request(
             "cos",
             "olm.operatorframework.io",
@@ -158,7 +166,7 @@ pub fn aggregation_rbac(roles: usize, bindings: usize) -> Workload {
     Workload {
         name: "rbac-5k",
         policy: "aggregation-escalation",
-        objects,
+        snapshot: Snapshot::from_objects(objects),
         request: request(
             "rbac",
             "rbac.authorization.k8s.io",
@@ -212,7 +220,7 @@ pub fn operator_groups(groups: usize, namespaces: usize) -> Workload {
     Workload {
         name: "og-2k",
         policy: "og-intersection",
-        objects,
+        snapshot: Snapshot::from_objects(objects),
         request: request(
             "og",
             "operators.coreos.com",

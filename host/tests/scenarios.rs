@@ -87,7 +87,7 @@ fn large_snapshots_evaluate_through_the_modules() {
             .validate(
                 &workload.request,
                 &workload.settings,
-                Arc::new(workload.snapshot()),
+                Arc::new(workload.snapshot),
             )
             .unwrap_or_else(|e| panic!("{}: {e}", workload.name));
         assert_eq!(
