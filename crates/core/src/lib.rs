@@ -4,6 +4,18 @@
 //! inside their modules, the host uses the same types to answer the module's
 //! host calls, so the wire format is defined exactly once.
 
+// Input is untrusted JSON: rules and the code they call answer with a
+// verdict, never a panic. Tests may unwrap.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
 pub mod admission;
 pub mod context;
 pub mod decode;

@@ -1,6 +1,18 @@
 //! OLM resources as the policies read them, and OLM's own algorithms
 //! (provided-API sets, namespace-set algebra) written once.
 
+// Input is untrusted JSON: rules and the code they call answer with a
+// verdict, never a panic. Tests may unwrap.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
 pub mod catalog_source;
 pub mod cluster_object_set;
 pub mod operator_group;

@@ -8,6 +8,18 @@
 //!
 //! Upstream sources the modules follow are named in each module's doc.
 
+// Input is untrusted JSON: rules and the code they call answer with a
+// verdict, never a panic. Tests may unwrap.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
 pub mod aggregation;
 pub mod authorize;
 pub mod cluster;

@@ -4,8 +4,21 @@
 //! `pub fn validate(request, settings, cluster) -> Verdict`. The wasm modules
 //! in `policies/` only register these with Kubewarden.
 
+// Input is untrusted JSON: rules and the code they call answer with a
+// verdict, never a panic. Tests may unwrap.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
 pub mod aggregation_escalation;
 pub mod catalog_union;
+pub mod common;
 pub mod group_authorization;
 pub mod og_intersection;
 pub mod revision_uniqueness;
