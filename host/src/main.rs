@@ -10,13 +10,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use olm_guard_host::admission;
-use olm_guard_host::bench;
-use olm_guard_host::metadata::{METADATA_SECTION, Metadata, with_custom_section};
-use olm_guard_host::policy::Policy;
-use olm_guard_host::runtime::{Limits, Runtime};
-use olm_guard_host::scenario::{self, PolicyStore};
-use olm_guard_host::synthetic::Workload;
+use olm_guard_bench::{self as bench, Workload};
+use olm_guard_evaluator::input as admission;
+use olm_guard_evaluator::scenario::{self, PolicyStore};
+use olm_guard_evaluator::Policy;
+use olm_guard_runtime::{Limits, Metadata, Runtime};
 use olm_guard_snapshot::Snapshot;
 
 #[derive(Parser)]
@@ -220,7 +218,7 @@ fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no scenarios (directories with expect.json) below the given directories");
     }
     let runtime = Runtime::new(args.limits.limits())?;
-    let mut store = PolicyStore::new(&runtime, args.dist.clone());
+    let mut store = PolicyStore::new(&runtime, args.dist.clone()).with_metadata_dir(policies_dir(&args.dist));
     let (mut passed, mut failed) = (0, 0);
     let width = dirs
         .iter()
@@ -252,6 +250,13 @@ fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `policies/` beside `dist/`: where a project's metadata.yml files are,
+/// for modules built without embedded metadata.
+fn policies_dir(dist: &Path) -> PathBuf {
+    dist.parent()
+        .map_or_else(|| PathBuf::from("policies"), |p| p.join("policies"))
 }
 
 fn display(dir: &Path) -> String {
@@ -292,7 +297,8 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 )
             })?],
         };
-        let mut store = PolicyStore::new(&runtime, args.dist.clone());
+        let mut store = PolicyStore::new(&runtime, args.dist.clone())
+            .with_metadata_dir(policies_dir(&args.dist));
         for workload in workloads {
             let policy = store.get(workload.policy)?;
             let report = bench::measure(
@@ -328,27 +334,24 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
 fn annotate(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.metadata)
         .with_context(|| format!("cannot read {}", args.metadata.display()))?;
-    let mut metadata =
+    let metadata =
         Metadata::from_yaml(&text).with_context(|| args.metadata.display().to_string())?;
+    let wasm = std::fs::read(&args.module)
+        .with_context(|| format!("cannot read {}", args.module.display()))?;
     // Like kwctl: ask the module for its protocol version; this also proves
     // the module loads and speaks waPC.
     let runtime = Runtime::new(Limits::default())?;
-    let policy = Policy::load(&runtime, &args.module, Some(&args.metadata))?;
-    metadata.protocol_version = Some(policy.protocol_version()?);
-    if let Some(usage) = &args.usage {
-        let readme = std::fs::read_to_string(usage)
-            .with_context(|| format!("cannot read {}", usage.display()))?;
-        metadata
-            .annotations
-            .insert("io.kubewarden.policy.usage".into(), readme);
-    }
-    metadata.annotations.insert(
-        "io.kubewarden.kwctl".into(),
-        format!("olm-guard {}", env!("CARGO_PKG_VERSION")),
-    );
-    let wasm = std::fs::read(&args.module)
-        .with_context(|| format!("cannot read {}", args.module.display()))?;
-    let annotated = with_custom_section(&wasm, METADATA_SECTION, &serde_json::to_vec(&metadata)?)?;
+    let name = args.module.display().to_string();
+    let policy = Policy::from_bytes(&runtime, &name, &wasm, Some(metadata.clone()))?;
+    let usage = match &args.usage {
+        Some(usage) => Some(
+            std::fs::read_to_string(usage)
+                .with_context(|| format!("cannot read {}", usage.display()))?,
+        ),
+        None => None,
+    };
+    let annotator = format!("olm-guard {}", env!("CARGO_PKG_VERSION"));
+    let annotated = metadata.annotate(&wasm, policy.protocol_version()?, usage, &annotator)?;
     std::fs::write(&args.output, annotated)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     Ok(ExitCode::SUCCESS)

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use olm_guard_host::metadata::{METADATA_SECTION, Metadata, custom_section, with_custom_section};
+use olm_guard_runtime::metadata::{
+    METADATA_SECTION, Metadata, custom_section, with_custom_section,
+};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -1,13 +1,16 @@
-//! Every scenario in testdata/, through the real wasm modules in dist/
-//! (build them with `make dist`; `make test` does).
+//! The scenario tree's shape, and the large snapshots through the real wasm
+//! modules in dist/ (build them with `make dist`; `make test` does). The
+//! scenarios themselves run once, through the binary: `olm-guard test
+//! testdata` in `make test`.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
-
 use std::sync::Arc;
 
-use olm_guard_host::runtime::{Limits, Runtime};
-use olm_guard_host::scenario::{self, PolicyStore};
-use olm_guard_host::synthetic::Workload;
+use olm_guard_bench::Workload;
+use olm_guard_evaluator::scenario::{self, PolicyStore};
+use olm_guard_rules::registry;
+use olm_guard_runtime::{Limits, Runtime};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -25,29 +28,22 @@ fn dist() -> PathBuf {
     dist
 }
 
+fn directories(path: PathBuf) -> BTreeSet<String> {
+    std::fs::read_dir(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .map(|entry| entry.unwrap())
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The registry is the one list of rules: every policy crate and every
+/// scenario tree belongs to a registered rule, and every rule has both.
 #[test]
-fn every_scenario_passes_through_its_module() {
-    let root = root();
-    let dist = dist();
-    // Scenario metadata fallbacks are relative to the project root.
-    std::env::set_current_dir(&root).unwrap();
-    let dirs = scenario::discover(&[root.join("testdata")]).unwrap();
-    let runtime = Runtime::new(Limits::default()).unwrap();
-    let mut store = PolicyStore::new(&runtime, dist);
-    let failures: Vec<String> = dirs
-        .iter()
-        .map(|dir| scenario::run(dir, &mut store))
-        .filter(|outcome| !outcome.passed())
-        .map(|outcome| format!("{}: {}", outcome.dir.display(), outcome.failures.join("; ")))
-        .collect();
-    assert!(!dirs.is_empty(), "no scenarios found in testdata/");
-    assert!(
-        failures.is_empty(),
-        "{} of {} scenarios failed:\n{}",
-        failures.len(),
-        dirs.len(),
-        failures.join("\n")
-    );
+fn registry_policies_and_testdata_name_the_same_rules() {
+    let registered: BTreeSet<String> = registry::names().map(String::from).collect();
+    assert_eq!(directories(root().join("policies")), registered);
+    assert_eq!(directories(root().join("testdata")), registered);
 }
 
 #[test]
@@ -78,7 +74,6 @@ fn every_policy_has_scenarios_for_both_verdicts() {
 /// through the modules within the default limits, to the expected verdict.
 #[test]
 fn large_snapshots_evaluate_through_the_modules() {
-    std::env::set_current_dir(root()).unwrap();
     let runtime = Runtime::new(Limits::default()).unwrap();
     let mut store = PolicyStore::new(&runtime, dist());
     for workload in Workload::all() {

@@ -12,55 +12,75 @@ use serde_json::Value;
 
 use crate::nullable;
 
+/// The operation of an admission request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Operation {
+    /// `CREATE`: a new object.
     #[default]
     Create,
+    /// `UPDATE`: `object` replaces `oldObject`.
     Update,
+    /// `DELETE`: `oldObject` goes away.
     Delete,
+    /// `CONNECT`: a connection to a subresource (e.g. `exec`).
     Connect,
 }
 
+/// `group`, `version`, `kind` of an object (the core group is `""`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupVersionKind {
+    /// The API group; `""` for the core group.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub group: String,
+    /// The API version.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub version: String,
+    /// The kind.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub kind: String,
 }
 
 impl GroupVersionKind {
+    /// Whether this is `group`/`kind`, any version.
     pub fn is(&self, group: &str, kind: &str) -> bool {
         self.group == group && self.kind == kind
     }
 }
 
+/// `group`, `version`, `resource` an object is served as.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupVersionResource {
+    /// The API group; `""` for the core group.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub group: String,
+    /// The API version.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub version: String,
+    /// The resource (plural, lower case).
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub resource: String,
 }
 
+/// Who sent the request, as the API server authenticated them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UserInfo {
+    /// The user name (`system:serviceaccount:ns:name` for service accounts).
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub username: String,
+    /// The user's or the request's UID.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub uid: String,
+    /// The groups the user is in.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub groups: Vec<String>,
+    /// Extra attributes from the authenticator.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub extra: BTreeMap<String, Vec<String>>,
 }
 
 impl UserInfo {
+    /// Whether the user is in `group`.
     pub fn in_group(&self, group: &str) -> bool {
         self.groups.iter().any(|g| g == group)
     }
@@ -75,37 +95,53 @@ impl UserInfo {
     }
 }
 
+/// An `admission.k8s.io/v1` AdmissionRequest.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdmissionRequest {
+    /// The user's or the request's UID.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub uid: String,
+    /// The kind of `object`.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub kind: GroupVersionKind,
+    /// The resource being written.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub resource: GroupVersionResource,
+    /// The subresource (e.g. `status`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sub_resource: Option<String>,
+    /// The kind the client asked for, when converted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_kind: Option<GroupVersionKind>,
+    /// The resource the client asked for, when converted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_resource: Option<GroupVersionResource>,
+    /// The subresource the client asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_sub_resource: Option<String>,
+    /// The object's name (empty on a CREATE with `generateName`).
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub name: String,
+    /// The object's namespace; empty for cluster-scoped objects.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub namespace: String,
+    /// CREATE, UPDATE, DELETE or CONNECT.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub operation: Operation,
+    /// The requester.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub user_info: UserInfo,
+    /// The object being written (`null` on DELETE).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub object: Value,
+    /// The stored object (UPDATE and DELETE).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub old_object: Value,
+    /// Whether nothing will be persisted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
+    /// The operation's options (`CreateOptions`, ...).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub options: Value,
 }

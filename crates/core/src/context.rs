@@ -15,17 +15,129 @@ use crate::protocol::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewStatus,
 };
 
-/// A failed lookup. The text is what the host said; rules deny with it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContextError(pub String);
+/// The Kubernetes host capabilities of Kubewarden's waPC protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// `kubernetes/list_resources_all`.
+    ListAll,
+    /// `kubernetes/list_resources_by_namespace`.
+    ListByNamespace,
+    /// `kubernetes/get_resource`.
+    Get,
+    /// `kubernetes/can_i`.
+    CanI,
+}
 
-impl std::fmt::Display for ContextError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+impl Capability {
+    /// The waPC operation name (`list_resources_all`, ...).
+    pub fn operation(self) -> &'static str {
+        match self {
+            Capability::ListAll => "list_resources_all",
+            Capability::ListByNamespace => "list_resources_by_namespace",
+            Capability::Get => "get_resource",
+            Capability::CanI => "can_i",
+        }
+    }
+
+    /// `kubernetes/<operation>`, as metadata's `hostCapabilities` names it.
+    pub fn path(self) -> String {
+        format!("kubernetes/{}", self.operation())
+    }
+
+    /// The capability of a waPC `kubernetes/<operation>` call.
+    pub fn from_operation(operation: &str) -> Option<Capability> {
+        [
+            Capability::ListAll,
+            Capability::ListByNamespace,
+            Capability::Get,
+            Capability::CanI,
+        ]
+        .into_iter()
+        .find(|c| c.operation() == operation)
     }
 }
 
-impl std::error::Error for ContextError {}
+impl std::fmt::Display for Capability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "kubernetes/{}", self.operation())
+    }
+}
+
+/// Why a lookup failed, so a front end can pick a status code or an audit
+/// result without reading the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContextErrorKind {
+    /// The policy's metadata does not grant the kind or capability
+    /// (policy-server's allow list).
+    Forbidden,
+    /// The object asked for does not exist.
+    NotFound,
+    /// The request itself was wrong: a bad selector, a cluster-scoped kind
+    /// listed by namespace, an undecodable request.
+    InvalidRequest,
+    /// The host failed to answer (inside a module every host error arrives
+    /// as text; the ones policy-server words recognisably are classified).
+    Transport,
+    /// The host answered with something that is not the expected JSON.
+    Decode,
+    /// There is no cluster context at all.
+    Unavailable,
+}
+
+/// A failed lookup: which capability, about what, why, and the host's own
+/// words, which are what rules quote in their denials (its `Display`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ContextError {
+    /// Why it failed.
+    pub kind: ContextErrorKind,
+    /// The capability used, when known.
+    pub capability: Option<Capability>,
+    /// What was looked up, e.g. `v1/Namespace "olm"`; empty when unknown.
+    pub target: String,
+    /// The text the host (or the snapshot) gave.
+    pub message: String,
+}
+
+impl ContextError {
+    /// An error of `kind` with the host's text.
+    pub fn new(kind: ContextErrorKind, message: impl Into<String>) -> ContextError {
+        ContextError {
+            kind,
+            capability: None,
+            target: String::new(),
+            message: message.into(),
+        }
+    }
+
+    /// The same error, saying which capability and target it concerns.
+    pub fn on(mut self, capability: Capability, target: impl Into<String>) -> ContextError {
+        self.capability = Some(capability);
+        self.target = target.into();
+        self
+    }
+
+    /// The same failure described by `message` (e.g. with what the caller
+    /// was doing), keeping its kind, capability and target.
+    pub fn with_message(mut self, message: impl Into<String>) -> ContextError {
+        self.message = message.into();
+        self
+    }
+
+    /// Classifies a host's error text as policy-server words it: its
+    /// allow-list denials and its not-found answers have fixed phrases.
+    pub fn from_host(message: impl Into<String>) -> ContextError {
+        let message = message.into();
+        let kind = if message.contains("has not been granted access") {
+            ContextErrorKind::Forbidden
+        } else if message.contains("Cannot find") || message.contains("not found") {
+            ContextErrorKind::NotFound
+        } else {
+            ContextErrorKind::Transport
+        };
+        ContextError::new(kind, message)
+    }
+}
 
 /// Raw host capabilities: each returns the JSON the host answered.
 pub trait Cluster {
@@ -52,35 +164,64 @@ struct ListOf<T> {
     items: Vec<T>,
 }
 
-fn decode<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, ContextError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| ContextError(format!("the host's answer to {what} is not valid: {e}")))
+fn decode<T: DeserializeOwned>(
+    bytes: &[u8],
+    what: &str,
+    capability: Capability,
+    target: String,
+) -> Result<T, ContextError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        ContextError::new(
+            ContextErrorKind::Decode,
+            format!("the host's answer to {what} is not valid: {e}"),
+        )
+        .on(capability, target)
+    })
+}
+
+/// `apiVersion/Kind`, the target of a list.
+fn kind_target(api_version: &str, kind: &str) -> String {
+    format!("{api_version}/{kind}")
 }
 
 /// Typed conveniences over [`Cluster`]; every rule uses these.
 pub trait ClusterExt: Cluster {
+    /// [`Cluster::list_all`], decoded.
     fn list_all_as<T: DeserializeOwned>(
         &self,
         request: &ListAllResourcesRequest,
     ) -> Result<Vec<T>, ContextError> {
+        let target = kind_target(&request.api_version, &request.kind);
         let bytes = self.list_all(request)?;
-        Ok(decode::<ListOf<T>>(&bytes, &format!("listing {}", request.kind))?.items)
+        let what = format!("listing {}", request.kind);
+        Ok(decode::<ListOf<T>>(&bytes, &what, Capability::ListAll, target)?.items)
     }
 
+    /// [`Cluster::list_by_namespace`], decoded.
     fn list_by_namespace_as<T: DeserializeOwned>(
         &self,
         request: &ListResourcesByNamespaceRequest,
     ) -> Result<Vec<T>, ContextError> {
+        let target = format!(
+            "{} in namespace \"{}\"",
+            kind_target(&request.api_version, &request.kind),
+            request.namespace
+        );
         let bytes = self.list_by_namespace(request)?;
-        Ok(decode::<ListOf<T>>(&bytes, &format!("listing {}", request.kind))?.items)
+        let what = format!("listing {}", request.kind);
+        Ok(decode::<ListOf<T>>(&bytes, &what, Capability::ListByNamespace, target)?.items)
     }
 
+    /// [`Cluster::get`], decoded.
     fn get_as<T: DeserializeOwned>(&self, request: &GetResourceRequest) -> Result<T, ContextError> {
+        let target = format!(
+            "{} \"{}\"",
+            kind_target(&request.api_version, &request.kind),
+            request.name
+        );
         let bytes = self.get(request)?;
-        decode(
-            &bytes,
-            &format!("getting {} {}", request.kind, request.name),
-        )
+        let what = format!("getting {} {}", request.kind, request.name);
+        decode(&bytes, &what, Capability::Get, target)
     }
 
     /// Whether `user` may do `attributes`: one SubjectAccessReview.
@@ -106,31 +247,40 @@ impl<C: Cluster + ?Sized> ClusterExt for C {}
 /// A context for rules that need none: every lookup fails (closed).
 pub struct NoCluster;
 
+fn unavailable(message: String, capability: Capability, target: String) -> ContextError {
+    ContextError::new(ContextErrorKind::Unavailable, message).on(capability, target)
+}
+
 impl Cluster for NoCluster {
     fn list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-        Err(ContextError(format!(
-            "no cluster context to list {}",
-            r.kind
-        )))
+        Err(unavailable(
+            format!("no cluster context to list {}", r.kind),
+            Capability::ListAll,
+            kind_target(&r.api_version, &r.kind),
+        ))
     }
     fn list_by_namespace(
         &self,
         r: &ListResourcesByNamespaceRequest,
     ) -> Result<Vec<u8>, ContextError> {
-        Err(ContextError(format!(
-            "no cluster context to list {}",
-            r.kind
-        )))
+        Err(unavailable(
+            format!("no cluster context to list {}", r.kind),
+            Capability::ListByNamespace,
+            kind_target(&r.api_version, &r.kind),
+        ))
     }
     fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-        Err(ContextError(format!(
-            "no cluster context to get {}",
-            r.kind
-        )))
+        Err(unavailable(
+            format!("no cluster context to get {}", r.kind),
+            Capability::Get,
+            kind_target(&r.api_version, &r.kind),
+        ))
     }
     fn can_i(&self, _: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-        Err(ContextError(
+        Err(unavailable(
             "no cluster context for a SubjectAccessReview".into(),
+            Capability::CanI,
+            String::new(),
         ))
     }
 }

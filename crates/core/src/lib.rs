@@ -19,14 +19,17 @@
 pub mod admission;
 pub mod context;
 pub mod decode;
+pub mod evaluate;
 pub mod meta;
 pub mod nullable;
 pub mod protocol;
+#[cfg(feature = "response")]
+pub mod response;
 pub mod settings;
 pub mod verdict;
 
 pub use admission::{AdmissionRequest, GroupVersionKind, Operation, UserInfo};
-pub use context::{Cluster, ClusterExt, ContextError, NoCluster};
+pub use context::{Capability, Cluster, ClusterExt, ContextError, ContextErrorKind, NoCluster};
 pub use meta::ObjectMeta;
 pub use settings::PolicySettings;
 pub use verdict::Verdict;

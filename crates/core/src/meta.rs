@@ -8,23 +8,32 @@ use serde_json::Value;
 
 use crate::nullable;
 
+/// The `metadata` of any object, as far as the rules read it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
+    /// `metadata.name`.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub name: String,
+    /// `metadata.generateName`.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub generate_name: String,
+    /// `metadata.namespace`; empty for cluster-scoped objects.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub namespace: String,
+    /// `metadata.uid`.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub uid: String,
+    /// `metadata.labels`.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub labels: BTreeMap<String, String>,
+    /// `metadata.annotations`.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub annotations: BTreeMap<String, String>,
+    /// `metadata.ownerReferences`, unread.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub owner_references: Vec<Value>,
+    /// `metadata.finalizers`.
     #[serde(default, deserialize_with = "nullable::deserialize")]
     pub finalizers: Vec<String>,
 }
@@ -39,10 +48,12 @@ impl ObjectMeta {
             .unwrap_or_default()
     }
 
+    /// The value of label `key`.
     pub fn label(&self, key: &str) -> Option<&str> {
         self.labels.get(key).map(String::as_str)
     }
 
+    /// The value of annotation `key`.
     pub fn annotation(&self, key: &str) -> Option<&str> {
         self.annotations.get(key).map(String::as_str)
     }

@@ -5,6 +5,8 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+/// A policy's settings: serde-readable, with defaults, and checked beyond
+/// their types by [`PolicySettings::validate`].
 pub trait PolicySettings: DeserializeOwned + Default {
     /// Checks that need more than types (ranges, names).
     fn validate(&self) -> Result<(), String> {

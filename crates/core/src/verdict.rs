@@ -3,17 +3,23 @@
 
 use serde_json::Value;
 
+/// What a rule decides about one request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
+    /// Whether the request is admitted.
     pub allowed: bool,
+    /// Why it is not (or a note), shown to the client.
     pub message: Option<String>,
+    /// HTTP-like status: 403 policy denial, 400 unreadable request, 500 failed lookup.
     pub code: Option<u16>,
     /// The whole object after mutation (the host diffs it into a JSON Patch).
     pub mutated_object: Option<Value>,
+    /// Admission warnings returned to the client.
     pub warnings: Vec<String>,
 }
 
 impl Verdict {
+    /// Admit the request unchanged.
     pub fn accept() -> Verdict {
         Verdict {
             allowed: true,
@@ -54,6 +60,7 @@ impl Verdict {
         }
     }
 
+    /// Admit the request with `object` instead of the one sent.
     pub fn mutate(object: Value) -> Verdict {
         Verdict {
             mutated_object: Some(object),
@@ -61,11 +68,13 @@ impl Verdict {
         }
     }
 
+    /// The same verdict with one more warning.
     pub fn with_warning(mut self, warning: impl Into<String>) -> Verdict {
         self.warnings.push(warning.into());
         self
     }
 
+    /// The same verdict with more warnings.
     pub fn with_warnings(mut self, warnings: impl IntoIterator<Item = String>) -> Verdict {
         self.warnings.extend(warnings);
         self

@@ -11,21 +11,22 @@ use olm_guard_core::protocol::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
     SubjectAccessReviewStatus,
 };
-use olm_guard_core::settings::{self, PolicySettings};
-use olm_guard_core::{AdmissionRequest, Cluster, ContextError, Verdict};
+use olm_guard_core::evaluate::{check_settings, evaluate_payload};
+use olm_guard_core::settings::PolicySettings;
+use olm_guard_core::{Capability, Cluster, ContextError, ContextErrorKind, Verdict};
 use serde::Serialize;
 use serde_json::Value;
 
 pub use kubewarden_policy_sdk::protocol_version_guest;
 pub use kubewarden_policy_sdk::wapc_guest::register_function;
-
-/// A rule as every olm-guard policy writes it.
-pub type Rule<S> = fn(&AdmissionRequest, &S, &dyn Cluster) -> Verdict;
+pub use olm_guard_core::evaluate::Rule;
 
 /// Registers the three waPC operations Kubewarden calls.
 #[macro_export]
 macro_rules! policy_module {
     ($settings:ty, $rule:path) => {
+        /// waPC start-up: registers `validate`, `validate_settings` and
+        /// `protocol_version` (called by the host before every operation).
         #[cfg(target_arch = "wasm32")]
         #[unsafe(no_mangle)]
         pub extern "C" fn wapc_init() {
@@ -40,40 +41,11 @@ macro_rules! policy_module {
 
 /// The `validate` operation: `{"request": …, "settings": …}` in,
 /// `ValidationResponse` out.
+/// The evaluation itself is `olm_guard_core::evaluate`, shared with the
+/// native baseline and every other front end.
 pub fn validate<S: PolicySettings>(payload: &[u8], rule: Rule<S>) -> CallResult {
-    let verdict = evaluate(payload, rule, &HostCluster);
+    let verdict = evaluate_payload(payload, rule, &HostCluster);
     respond(&response_of(verdict))
-}
-
-/// Parses the payload and runs the rule. Split from [`validate`] so native
-/// code (the speed baseline) runs exactly what the module runs.
-pub fn evaluate<S: PolicySettings>(
-    payload: &[u8],
-    rule: Rule<S>,
-    cluster: &dyn Cluster,
-) -> Verdict {
-    #[derive(serde::Deserialize)]
-    struct Payload {
-        #[serde(default)]
-        request: Value,
-        #[serde(default)]
-        settings: Value,
-    }
-    let payload: Payload = match serde_json::from_slice(payload) {
-        Ok(p) => p,
-        Err(e) => return Verdict::bad_request(format!("the validation payload is not JSON: {e}")),
-    };
-    let request: AdmissionRequest = match serde_json::from_value(payload.request) {
-        Ok(r) => r,
-        Err(e) => {
-            return Verdict::bad_request(format!("the AdmissionRequest cannot be read: {e}"));
-        }
-    };
-    let settings = match settings::parse::<S>(&payload.settings) {
-        Ok(s) => s,
-        Err(e) => return Verdict::bad_request(e),
-    };
-    rule(&request, &settings, cluster)
 }
 
 /// The SDK's response type, so the wire format stays Kubewarden's.
@@ -98,7 +70,7 @@ pub fn validate_settings<S: PolicySettings>(payload: &[u8]) -> CallResult {
     }
     let outcome = serde_json::from_slice::<Value>(payload)
         .map_err(|e| format!("settings are not JSON: {e}"))
-        .and_then(|value| settings::parse::<S>(&value).map(|_| ()));
+        .and_then(|value| check_settings::<S>(&value));
     respond(&SettingsValidationResponse {
         valid: outcome.is_ok(),
         message: outcome.err(),
@@ -113,36 +85,61 @@ fn respond<T: Serialize>(value: &T) -> CallResult {
 pub struct HostCluster;
 
 impl HostCluster {
-    fn call<T: Serialize>(&self, operation: &str, request: &T) -> Result<Vec<u8>, ContextError> {
-        let payload = serde_json::to_vec(request)
-            .map_err(|e| ContextError(format!("cannot encode the {operation} request: {e}")))?;
+    fn call<T: Serialize>(
+        &self,
+        capability: Capability,
+        target: String,
+        request: &T,
+    ) -> Result<Vec<u8>, ContextError> {
+        let operation = capability.operation();
+        let payload = serde_json::to_vec(request).map_err(|e| {
+            ContextError::new(
+                ContextErrorKind::InvalidRequest,
+                format!("cannot encode the {operation} request: {e}"),
+            )
+            .on(capability, target.clone())
+        })?;
         wapc_guest::host_call("kubewarden", "kubernetes", operation, &payload).map_err(|e| {
-            ContextError(format!(
+            ContextError::from_host(format!(
                 "host capability kubernetes/{operation} failed: {e}"
             ))
+            .on(capability, target)
         })
     }
 }
 
 impl Cluster for HostCluster {
     fn list_all(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-        self.call("list_resources_all", request)
+        let target = format!("{}/{}", request.api_version, request.kind);
+        self.call(Capability::ListAll, target, request)
     }
 
     fn list_by_namespace(
         &self,
         request: &ListResourcesByNamespaceRequest,
     ) -> Result<Vec<u8>, ContextError> {
-        self.call("list_resources_by_namespace", request)
+        let target = format!(
+            "{}/{} in namespace \"{}\"",
+            request.api_version, request.kind, request.namespace
+        );
+        self.call(Capability::ListByNamespace, target, request)
     }
 
     fn get(&self, request: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-        self.call("get_resource", request)
+        let target = format!("{}/{} \"{}\"", request.api_version, request.kind, request.name);
+        self.call(Capability::Get, target, request)
     }
 
     fn can_i(&self, request: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-        let bytes = self.call("can_i", request)?;
-        serde_json::from_slice(&bytes)
-            .map_err(|e| ContextError(format!("the host's can_i answer is not valid: {e}")))
+        let attributes = &request.subject_access_review.resource_attributes;
+        let target = format!("{} {}", attributes.verb, attributes.resource);
+        let bytes = self.call(Capability::CanI, target.clone(), request)?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            ContextError::new(
+                ContextErrorKind::Decode,
+                format!("the host's can_i answer is not valid: {e}"),
+            )
+            .on(Capability::CanI, target)
+        })
     }
 }

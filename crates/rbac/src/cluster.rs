@@ -2,7 +2,7 @@
 //! that evaluate RBAC themselves (Covers checks) instead of asking `can_i`.
 
 use olm_guard_core::protocol::{ListAllResourcesRequest, ListResourcesByNamespaceRequest};
-use olm_guard_core::{Cluster, ClusterExt, ContextError};
+use olm_guard_core::{Cluster, ClusterExt, ContextError, ContextErrorKind};
 use serde::de::DeserializeOwned;
 
 use crate::{RBAC_API_VERSION, RbacStore};
@@ -37,7 +37,10 @@ fn list_all<T: DeserializeOwned>(
 ) -> Result<Vec<T>, ContextError> {
     cluster
         .list_all_as(&ListAllResourcesRequest::new(RBAC_API_VERSION, kind))
-        .map_err(|e| ContextError(format!("listing {kind}s: {e}")))
+        .map_err(|e| {
+            let message = format!("listing {kind}s: {e}");
+            e.with_message(message)
+        })
 }
 
 fn list_in<T: DeserializeOwned>(
@@ -51,7 +54,10 @@ fn list_in<T: DeserializeOwned>(
             kind,
             namespace,
         ))
-        .map_err(|e| ContextError(format!("listing {kind}s in namespace \"{namespace}\": {e}")))
+        .map_err(|e| {
+            let message = format!("listing {kind}s in namespace \"{namespace}\": {e}");
+            e.with_message(message)
+        })
 }
 
 #[cfg(test)]
@@ -79,7 +85,7 @@ mod tests {
                 "ClusterRoleBinding" => json!([{"metadata": {"name": "b"},
                     "subjects": [{"kind": "User", "name": "alice"}],
                     "roleRef": {"kind": "ClusterRole", "name": "reader"}}]),
-                _ => return Err(ContextError(format!("unexpected {}", r.kind))),
+                _ => return Err(ContextError::new(ContextErrorKind::NotFound, format!("unexpected {}", r.kind))),
             };
             Ok(serde_json::to_vec(&json!({"items": items})).unwrap())
         }
@@ -101,10 +107,10 @@ mod tests {
             Ok(serde_json::to_vec(&json!({"items": items})).unwrap())
         }
         fn get(&self, _: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-            Err(ContextError("no get".into()))
+            Err(ContextError::new(ContextErrorKind::Unavailable, "no get"))
         }
         fn can_i(&self, _: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-            Err(ContextError("no can_i".into()))
+            Err(ContextError::new(ContextErrorKind::Unavailable, "no can_i"))
         }
     }
 
@@ -144,6 +150,6 @@ mod tests {
     #[test]
     fn failures_name_the_lookup() {
         let err = load(&NoCluster, "").unwrap_err();
-        assert!(err.0.starts_with("listing ClusterRoles: "), "{err}");
+        assert!(err.message.starts_with("listing ClusterRoles: "), "{err}");
     }
 }

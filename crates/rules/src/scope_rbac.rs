@@ -513,9 +513,10 @@ fn find_template(
     // one list of all templates serves every instance.
     let all = ListAllResourcesRequest::new(&api_version, SCOPE_TEMPLATE);
     let templates: Vec<Value> = cluster.list_all_as(&all).map_err(|list_error| {
-        ContextError(format!(
+        let message = format!(
             "getting it failed ({get_error}) and listing ScopeTemplates failed ({list_error})"
-        ))
+        );
+        list_error.with_message(message)
     })?;
     Ok(templates
         .into_iter()

@@ -173,8 +173,10 @@ impl<'a> Probe<'a> {
 
     fn list_failure(&self, kind: &str) -> Result<(), ContextError> {
         match (&self.list_error, &self.failing_kind) {
-            (Some(error), None) => Err(ContextError(error.clone())),
-            (Some(error), Some(failing)) if failing == kind => Err(ContextError(error.clone())),
+            (Some(error), None) => Err(ContextError::from_host(error.clone())),
+            (Some(error), Some(failing)) if failing == kind => {
+                Err(ContextError::from_host(error.clone()))
+            }
             _ => Ok(()),
         }
     }
@@ -196,14 +198,14 @@ impl Cluster for Probe<'_> {
     }
     fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
         if let Some(error) = &self.get_error {
-            return Err(ContextError(error.clone()));
+            return Err(ContextError::from_host(error.clone()));
         }
         self.inner.get(r)
     }
     fn can_i(&self, r: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
         self.reviews.borrow_mut().push(r.clone());
         if let Some(error) = &self.can_i_error {
-            return Err(ContextError(error.clone()));
+            return Err(ContextError::from_host(error.clone()));
         }
         if self.allow_all {
             return Ok(SubjectAccessReviewStatus {

@@ -15,7 +15,7 @@ use olm_guard_core::protocol::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
     SubjectAccessReviewStatus,
 };
-use olm_guard_core::{Cluster, ContextError, ObjectMeta, UserInfo};
+use olm_guard_core::{Cluster, ContextError, ContextErrorKind, ObjectMeta, UserInfo};
 use olm_guard_rbac::{ClusterRole, RbacStore, Role, RoleBinding, Selector};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -49,6 +49,14 @@ const CLUSTER_SCOPED_KINDS: &[&str] = &[
     "ClusterAdmissionPolicy",
     "PolicyServer",
 ];
+
+fn invalid(message: String) -> ContextError {
+    ContextError::new(ContextErrorKind::InvalidRequest, message)
+}
+
+fn encode_error(e: serde_json::Error) -> ContextError {
+    ContextError::new(ContextErrorKind::Decode, e.to_string())
+}
 
 /// A `List` as the host answers it.
 #[derive(Serialize)]
@@ -156,9 +164,9 @@ impl Snapshot {
         field_masks: Option<&[String]>,
     ) -> Result<Vec<u8>, ContextError> {
         let labels = Selector::parse(label_selector.unwrap_or(""))
-            .map_err(|e| ContextError(format!("invalid label selector: {e}")))?;
+            .map_err(|e| invalid(format!("invalid label selector: {e}")))?;
         let fields = FieldSelector::parse(field_selector.unwrap_or(""))
-            .map_err(|e| ContextError(format!("invalid field selector: {e}")))?;
+            .map_err(|e| invalid(format!("invalid field selector: {e}")))?;
         let filtering = namespace.is_some() || !labels.is_everything() || !fields.is_empty();
         let masks = field_masks.unwrap_or(&[]);
         // Borrow unmasked objects: large lists are served on every request.
@@ -185,7 +193,7 @@ impl Snapshot {
             metadata: Empty {},
             items,
         };
-        serde_json::to_vec(&list).map_err(|e| ContextError(e.to_string()))
+        serde_json::to_vec(&list).map_err(encode_error)
     }
 }
 
@@ -206,7 +214,7 @@ impl Cluster for Snapshot {
         r: &ListResourcesByNamespaceRequest,
     ) -> Result<Vec<u8>, ContextError> {
         if CLUSTER_SCOPED_KINDS.contains(&r.kind.as_str()) {
-            return Err(ContextError(format!(
+            return Err(invalid(format!(
                 "resource {}/{} is cluster-scoped: use list_resources_all",
                 r.api_version, r.kind
             )));
@@ -232,12 +240,12 @@ impl Cluster for Snapshot {
             .map(|object| fields::mask(object, r.field_masks.as_deref().unwrap_or(&[])))
             .ok_or_else(|| {
                 // Kubewarden's own wording, so messages match a real cluster.
-                ContextError(format!(
+                ContextError::new(ContextErrorKind::NotFound, format!(
                     "Cannot find {}/{} named '{}' inside of namespace '{:?}'",
                     r.api_version, r.kind, r.name, r.namespace
                 ))
             })
-            .and_then(|object| serde_json::to_vec(&object).map_err(|e| ContextError(e.to_string())))
+            .and_then(|object| serde_json::to_vec(&object).map_err(encode_error))
     }
 
     fn can_i(&self, r: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
@@ -334,7 +342,7 @@ metadata: {name: ns1}
                 &ListAllResourcesRequest::new("v1", "ConfigMap").label_selector("app in (web"),
             )
             .unwrap_err();
-        assert!(err.0.starts_with("invalid label selector"), "{err}");
+        assert!(err.message.starts_with("invalid label selector"), "{err}");
         let err = snapshot
             .list_by_namespace(&ListResourcesByNamespaceRequest::new(
                 "v1",
@@ -342,7 +350,7 @@ metadata: {name: ns1}
                 "ns1",
             ))
             .unwrap_err();
-        assert!(err.0.contains("cluster-scoped"), "{err}");
+        assert!(err.message.contains("cluster-scoped"), "{err}");
     }
 
     #[test]
@@ -359,7 +367,7 @@ metadata: {name: ns1}
         assert_eq!(ObjectMeta::of(&found).name, "b");
         let err = snapshot.get(&request("b", Some("ns1"))).unwrap_err();
         assert_eq!(
-            err.0,
+            err.message,
             "Cannot find v1/ConfigMap named 'b' inside of namespace 'Some(\"ns1\")'"
         );
     }

@@ -1,74 +1,74 @@
-//! AdmissionReview in, AdmissionReview out.
+//! Verdict → `admission.k8s.io/v1` AdmissionResponse, as Kubewarden's
+//! policy-evaluator builds it (kubewarden/policy-evaluator,
+//! `src/admission_response.rs`, `AdmissionResponse::from_policy_validation_response`):
+//! a mutated object becomes an RFC 6902 JSON Patch against the request's
+//! object. Behind the `response` feature so policy modules do not carry the
+//! patch machinery.
 
-use std::path::Path;
+use std::collections::BTreeMap;
 
-use anyhow::{Context, bail};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-/// Reads a JSON or YAML file.
-pub fn read_document(path: &Path) -> anyhow::Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    parse_document(&text).with_context(|| format!("{} is neither JSON nor YAML", path.display()))
-}
+use crate::Verdict;
 
-pub fn parse_document(text: &str) -> anyhow::Result<Value> {
-    match serde_json::from_str(text) {
-        Ok(value) => Ok(value),
-        Err(_) => Ok(serde_yaml::from_str(text)?),
-    }
-}
-
-/// The AdmissionRequest of a full AdmissionReview, or the request itself.
-pub fn admission_request(document: Value) -> anyhow::Result<Value> {
-    let request = match document {
-        Value::Object(mut map)
-            if map.get("kind").and_then(Value::as_str) == Some("AdmissionReview") =>
-        {
-            map.remove("request")
-                .filter(Value::is_object)
-                .context("the AdmissionReview has no request object")?
-        }
-        Value::Object(map) => Value::Object(map),
-        _ => bail!("expected an AdmissionReview or an AdmissionRequest object"),
-    };
-    if request.get("operation").and_then(Value::as_str).is_none() {
-        bail!("the AdmissionRequest has no operation (CREATE, UPDATE, DELETE or CONNECT)");
-    }
-    Ok(request)
-}
-
-/// Settings as Kubewarden passes them: an object; absent or null is `{}`.
-pub fn settings_object(settings: Option<Value>) -> anyhow::Result<Value> {
-    match settings {
-        None | Some(Value::Null) => Ok(json!({})),
-        Some(v @ Value::Object(_)) => Ok(v),
-        Some(_) => bail!("settings must be an object"),
-    }
-}
-
-/// The module's `validate` answer (SDK `ValidationResponse`, snake_case).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// A module's `validate` answer (the SDK's `ValidationResponse`, snake_case).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ValidationResponse {
+    /// Whether the request is admitted.
     pub accepted: bool,
-    #[serde(default)]
+    /// Why not, or a note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    #[serde(default)]
+    /// HTTP-like status code of a rejection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<u16>,
-    #[serde(default)]
+    /// The whole object after mutation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutated_object: Option<Value>,
-    #[serde(default)]
-    pub audit_annotations: Option<std::collections::BTreeMap<String, String>>,
-    #[serde(default)]
+    /// Audit annotations to record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_annotations: Option<BTreeMap<String, String>>,
+    /// Warnings returned to the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
 }
 
+impl From<Verdict> for ValidationResponse {
+    fn from(verdict: Verdict) -> Self {
+        ValidationResponse {
+            accepted: verdict.allowed,
+            message: verdict.message,
+            code: verdict.code,
+            mutated_object: verdict.mutated_object,
+            audit_annotations: None,
+            warnings: (!verdict.warnings.is_empty()).then_some(verdict.warnings),
+        }
+    }
+}
+
+/// Why a response's patch could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    /// `patch` is not base64.
+    #[error("the patch is not base64")]
+    Base64(#[from] base64::DecodeError),
+    /// The decoded patch is not an RFC 6902 JSON Patch.
+    #[error("the patch is not a JSON Patch")]
+    Json(#[from] serde_json::Error),
+    /// The patch does not apply to the request's object.
+    #[error("the module's patch does not apply")]
+    Apply(#[from] json_patch::PatchError),
+}
+
+/// The `status` of a response: the rejection's message and code.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Status {
+    /// The message shown to the client.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The HTTP-like status code.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<u16>,
 }
@@ -77,16 +77,23 @@ pub struct Status {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdmissionResponse {
+    /// The request's `uid`.
     pub uid: String,
+    /// Whether the request is admitted.
     pub allowed: bool,
+    /// Message and code of a rejection.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
+    /// `JSONPatch` when [`AdmissionResponse::patch`] is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patch_type: Option<String>,
+    /// The base64 RFC 6902 patch of a mutation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
+    /// Audit annotations.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub audit_annotations: Option<std::collections::BTreeMap<String, String>>,
+    pub audit_annotations: Option<BTreeMap<String, String>>,
+    /// Warnings returned to the client.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
 }
@@ -135,8 +142,13 @@ impl AdmissionResponse {
         admission
     }
 
+    /// [`AdmissionResponse::from_validation`] for a verdict reached natively.
+    pub fn from_verdict(request: &Value, verdict: Verdict) -> AdmissionResponse {
+        AdmissionResponse::from_validation(request, verdict.into())
+    }
+
     /// The JSON Patch operations, decoded.
-    pub fn decoded_patch(&self) -> anyhow::Result<Option<json_patch::Patch>> {
+    pub fn decoded_patch(&self) -> Result<Option<json_patch::Patch>, PatchError> {
         let Some(patch) = &self.patch else {
             return Ok(None);
         };
@@ -145,15 +157,16 @@ impl AdmissionResponse {
     }
 
     /// The request's object with the patch applied.
-    pub fn patched_object(&self, request: &Value) -> anyhow::Result<Option<Value>> {
+    pub fn patched_object(&self, request: &Value) -> Result<Option<Value>, PatchError> {
         let Some(patch) = self.decoded_patch()? else {
             return Ok(None);
         };
         let mut object = request.get("object").cloned().unwrap_or(Value::Null);
-        json_patch::patch(&mut object, &patch).context("the module's patch does not apply")?;
+        json_patch::patch(&mut object, &patch)?;
         Ok(Some(object))
     }
 
+    /// The rejection's message, or `""`.
     pub fn message(&self) -> &str {
         self.status
             .as_ref()
@@ -161,6 +174,7 @@ impl AdmissionResponse {
             .unwrap_or("")
     }
 
+    /// The response wrapped in an `admission.k8s.io/v1` AdmissionReview.
     pub fn into_review(self) -> Value {
         json!({
             "apiVersion": "admission.k8s.io/v1",

@@ -8,27 +8,33 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
+use olm_guard_evaluator::Policy;
+use olm_guard_rules::registry;
 use olm_guard_snapshot::Snapshot;
-
-use crate::native;
-use crate::policy::Policy;
 
 /// Durations of repeated runs.
 #[derive(Debug, Clone, Default)]
 pub struct Samples(Vec<Duration>);
 
 impl Samples {
+    /// Wraps measured durations.
+    pub fn new(samples: Vec<Duration>) -> Samples {
+        Samples(samples)
+    }
+
     fn sorted(&self) -> Vec<Duration> {
         let mut v = self.0.clone();
         v.sort();
         v
     }
 
+    /// The 50th percentile.
     pub fn median(&self) -> Duration {
         let v = self.sorted();
         v.get(v.len() / 2).copied().unwrap_or_default()
     }
 
+    /// The 90th percentile.
     pub fn p90(&self) -> Duration {
         let v = self.sorted();
         v.get((v.len() * 9 / 10).min(v.len().saturating_sub(1)))
@@ -37,16 +43,24 @@ impl Samples {
     }
 }
 
+/// One input measured both ways.
 pub struct Report {
+    /// The workload's name, or `input`.
     pub label: String,
+    /// The policy measured.
     pub policy: String,
+    /// Objects in the snapshot.
     pub objects: usize,
+    /// The verdict both ways reached.
     pub allowed: bool,
+    /// The module, a fresh instance per evaluation.
     pub wasm: Samples,
+    /// The same rule, native.
     pub native: Samples,
 }
 
 impl Report {
+    /// wasm / native, of medians.
     pub fn ratio(&self) -> f64 {
         let native = self.native.median().as_secs_f64();
         if native == 0.0 {
@@ -55,6 +69,7 @@ impl Report {
         self.wasm.median().as_secs_f64() / native
     }
 
+    /// The table header matching [`Report::row`].
     pub fn header() -> String {
         format!(
             "{:<12} {:<24} {:>8} {:>8} {:>12} {:>12} {:>12} {:>12} {:>8}",
@@ -70,6 +85,7 @@ impl Report {
         )
     }
 
+    /// One table row.
     pub fn row(&self) -> String {
         format!(
             "{:<12} {:<24} {:>8} {:>8} {:>12} {:>12} {:>12} {:>12} {:>7.1}x",
@@ -100,7 +116,7 @@ pub fn measure(
     snapshot: Arc<Snapshot>,
     iterations: usize,
 ) -> anyhow::Result<Report> {
-    let native_rule = native::rule(&policy.name)
+    let native_rule = registry::find(&policy.name)
         .with_context(|| format!("no native baseline for a policy named {:?}", policy.name))?;
     policy.validate_settings(settings)?;
     let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
@@ -109,7 +125,7 @@ pub fn measure(
         .validate(request, settings, snapshot.clone())
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .response;
-    let native_verdict = native_rule(&payload, &*snapshot);
+    let native_verdict = native_rule.evaluate_payload(&payload, &*snapshot);
     if wasm_verdict.allowed != native_verdict.allowed {
         bail!(
             "wasm and native disagree: wasm allowed={} ({:?}), native allowed={} ({:?})",
@@ -129,7 +145,7 @@ pub fn measure(
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         wasm.push(start.elapsed());
         let start = Instant::now();
-        std::hint::black_box(native_rule(std::hint::black_box(&payload), &*snapshot));
+        std::hint::black_box(native_rule.evaluate_payload(std::hint::black_box(&payload), &*snapshot));
         native.push(start.elapsed());
     }
     Ok(Report {

@@ -9,11 +9,17 @@ use olm_guard_snapshot::Snapshot;
 /// One benchmark input: a snapshot, a request, settings and the verdict the
 /// rule must reach (so a benchmark that measures a wrong answer fails).
 pub struct Workload {
+    /// `cos-10k`, `rbac-5k` or `og-2k`.
     pub name: &'static str,
+    /// The policy it exercises.
     pub policy: &'static str,
+    /// The cluster context.
     pub snapshot: Snapshot,
+    /// The AdmissionRequest.
     pub request: Value,
+    /// The policy settings.
     pub settings: Value,
+    /// The verdict the rule must reach.
     pub expect_allowed: bool,
 }
 
@@ -32,10 +38,12 @@ impl Workload {
         WORKLOADS.iter().map(|(name, _)| *name).collect()
     }
 
+    /// Every workload, generated.
     pub fn all() -> Vec<Workload> {
         WORKLOADS.iter().map(|(_, generate)| generate()).collect()
     }
 
+    /// The workload `name`, generated.
     pub fn by_name(name: &str) -> Option<Workload> {
         WORKLOADS
             .iter()

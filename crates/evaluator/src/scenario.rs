@@ -9,36 +9,47 @@ use anyhow::Context;
 use serde::Deserialize;
 use serde_json::Value;
 
+use olm_guard_core::response::AdmissionResponse;
+use olm_guard_runtime::Runtime;
 use olm_guard_snapshot::Snapshot;
 
-use crate::admission::{self, AdmissionResponse};
+use crate::input as admission;
 use crate::policy::Policy;
-use crate::runtime::Runtime;
 
+/// `expect.json`: what a scenario's evaluation must give (HACKING.md,
+/// "Scenario format").
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
+    /// The module to run (`<dist>/<policy>.wasm`).
     pub policy: String,
+    /// The verdict.
     #[serde(default)]
     pub allowed: Option<bool>,
+    /// A substring of `status.message`.
     #[serde(default)]
     pub message_contains: Option<String>,
+    /// Substrings each found in some warning.
     #[serde(default)]
     pub warnings_contain: Vec<String>,
+    /// No warning at all.
     #[serde(default)]
     pub no_warnings: bool,
+    /// Whether the module patched the object.
     #[serde(default)]
     pub mutated: Option<bool>,
+    /// A JSON subset of the patched object.
     #[serde(default)]
     pub patched_object_contains: Option<Value>,
     /// The settings must be refused by `validate_settings` with this text.
     #[serde(default)]
     pub settings_error_contains: Option<String>,
+    /// Free text.
     #[serde(default)]
     pub description: Option<String>,
 }
 
-/// Every scenario directory below `roots`, sorted.
+/// Every scenario directory (one holding `expect.json`) below `roots`, sorted.
 pub fn discover(roots: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     for root in roots {
@@ -69,27 +80,40 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 pub struct PolicyStore<'a> {
     runtime: &'a Runtime,
     dist: PathBuf,
+    metadata_dir: Option<PathBuf>,
     loaded: HashMap<String, Arc<Policy>>,
 }
 
 impl<'a> PolicyStore<'a> {
+    /// Modules from `dist/<name>.wasm`.
     pub fn new(runtime: &'a Runtime, dist: PathBuf) -> Self {
         PolicyStore {
             runtime,
             dist,
+            metadata_dir: None,
             loaded: HashMap::new(),
         }
     }
 
-    /// `dist/<name>.wasm`; metadata embedded, or else `policies/<name>/metadata.yml`.
+    /// Where `<name>/metadata.yml` is found for modules that embed none
+    /// (e.g. a project's `policies/`).
+    pub fn with_metadata_dir(mut self, dir: PathBuf) -> Self {
+        self.metadata_dir = Some(dir);
+        self
+    }
+
+    /// `dist/<name>.wasm`; metadata embedded, or else
+    /// `<metadata dir>/<name>/metadata.yml`.
     pub fn get(&mut self, name: &str) -> anyhow::Result<Arc<Policy>> {
         if let Some(policy) = self.loaded.get(name) {
             return Ok(policy.clone());
         }
         let module = self.dist.join(format!("{name}.wasm"));
         let mut policy = Policy::load(self.runtime, &module, None)?;
-        if policy.metadata.is_none() {
-            let fallback = Path::new("policies").join(name).join("metadata.yml");
+        if policy.metadata.is_none()
+            && let Some(dir) = &self.metadata_dir
+        {
+            let fallback = dir.join(name).join("metadata.yml");
             if fallback.is_file() {
                 policy = Policy::load(self.runtime, &module, Some(&fallback))?;
             }
@@ -100,20 +124,31 @@ impl<'a> PolicyStore<'a> {
     }
 }
 
+/// What one scenario gave.
 pub struct Outcome {
+    /// The scenario directory.
     pub dir: PathBuf,
+    /// The policy it ran.
     pub policy: String,
+    /// `allowed`, `mutated`, `denied`, `settings refused` or `error`.
     pub verdict: String,
+    /// The response's message (or the settings error).
     pub message: String,
+    /// Every expectation that did not hold.
     pub failures: Vec<String>,
+    /// The full response, when the module answered.
+    pub response: Option<AdmissionResponse>,
 }
 
 impl Outcome {
+    /// No expectation failed.
     pub fn passed(&self) -> bool {
         self.failures.is_empty()
     }
 }
 
+/// Runs the scenario in `dir`; every failure (including unreadable files) is
+/// in the outcome, never an `Err`.
 pub fn run(dir: &Path, store: &mut PolicyStore) -> Outcome {
     let mut outcome = Outcome {
         dir: dir.to_path_buf(),
@@ -121,6 +156,7 @@ pub fn run(dir: &Path, store: &mut PolicyStore) -> Outcome {
         verdict: "error".into(),
         message: String::new(),
         failures: Vec::new(),
+        response: None,
     };
     if let Err(e) = evaluate(dir, store, &mut outcome) {
         outcome.failures.push(format!("{e:#}"));
@@ -148,7 +184,7 @@ fn evaluate(dir: &Path, store: &mut PolicyStore, outcome: &mut Outcome) -> anyho
                 .failures
                 .push("settings were accepted, expected a rejection".into()),
             Err(e) => {
-                let text = format!("{e:#}");
+                let text = e.to_string();
                 outcome.verdict = "settings refused".into();
                 outcome.message = text.clone();
                 if !text.contains(expected.as_str()) {
@@ -176,6 +212,7 @@ fn evaluate(dir: &Path, store: &mut PolicyStore, outcome: &mut Outcome) -> anyho
     outcome.verdict = verdict_word(&response).into();
     outcome.message = response.message().to_string();
     check(&expect, &request, &response, &mut outcome.failures)?;
+    outcome.response = Some(response);
     Ok(())
 }
 

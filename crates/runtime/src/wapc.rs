@@ -1,7 +1,9 @@
 //! The waPC host, on wasmtime: what Kubewarden's policy-server does with a
 //! module, minus the network.
 //!
-//! One [`Runtime`] (engine + epoch ticker) serves any number of [`Module`]s.
+//! One [`Runtime`] (engine + epoch ticker) serves any number of [`Module`]s;
+//! every module keeps the ticker alive, so a module that outlives its
+//! runtime still stops at its deadline.
 //! Each module is compiled and linked once (`InstancePre`); every operation
 //! runs in a fresh instance, as policy-server does per request, so no state
 //! leaks between evaluations. Instances get WASI preview 1 with no files, no
@@ -28,6 +30,8 @@ const EPOCH_TICK: Duration = Duration::from_millis(5);
 
 /// Answers a module's `__host_call(binding, namespace, operation, payload)`.
 pub trait HostCallback: Send + Sync {
+    /// The answer's bytes, or the error text the guest receives (waPC
+    /// `__host_error`).
     fn call(
         &self,
         binding: &str,
@@ -40,7 +44,9 @@ pub trait HostCallback: Send + Sync {
 /// Limits applied to every instance.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
+    /// Largest linear memory an instance may grow to.
     pub memory_bytes: usize,
+    /// Wall-clock time one operation may run, counted in epoch ticks.
     pub deadline: Duration,
 }
 
@@ -56,93 +62,121 @@ impl Default for Limits {
 }
 
 /// Why an operation failed, in the words a user needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
     /// The guest answered with `__guest_error` (waPC "Guest call failure").
+    #[error("guest call failure: {0}")]
     Guest(String),
+    /// The operation ran past [`Limits::deadline`].
+    #[error("the module exceeded the execution deadline of {} ms and was stopped", .0.as_millis())]
     DeadlineExceeded(Duration),
+    /// The instance tried to grow its memory past [`Limits::memory_bytes`].
+    #[error("the module exceeded the memory limit of {} MiB and was stopped", .0 >> 20)]
     MemoryLimitExceeded(usize),
     /// Any other trap or link/instantiation failure.
+    #[error("the module trapped: {0}")]
     Trap(String),
 }
 
-impl std::fmt::Display for CallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CallError::Guest(m) => write!(f, "guest call failure: {m}"),
-            CallError::DeadlineExceeded(d) => write!(
-                f,
-                "the module exceeded the execution deadline of {} ms and was stopped",
-                d.as_millis()
-            ),
-            CallError::MemoryLimitExceeded(bytes) => write!(
-                f,
-                "the module exceeded the memory limit of {} MiB and was stopped",
-                bytes >> 20
-            ),
-            CallError::Trap(m) => write!(f, "the module trapped: {m}"),
-        }
+/// Why a module could not be made ready to call.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The engine or its epoch ticker could not be set up.
+    #[error("cannot start the wasm engine")]
+    Engine(#[source] wasmtime::Error),
+    /// The epoch-ticker thread could not be spawned.
+    #[error("cannot start the epoch ticker")]
+    Ticker(#[source] std::io::Error),
+    /// The bytes do not start with the WebAssembly magic number `\0asm`.
+    #[error("not a WebAssembly module (no \\0asm header)")]
+    NotWasm,
+    /// wasmtime could not compile the bytes.
+    #[error("not a loadable wasm module")]
+    Compile(#[source] wasmtime::Error),
+    /// The module's imports do not fit a waPC policy (WASI preview 1 + waPC).
+    #[error("the module cannot be linked as a waPC policy")]
+    Link(#[source] wasmtime::Error),
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] until dropped. Shared by
+/// the [`Runtime`] and every [`Module`] it loads: deadlines hold for as long
+/// as anything that can run guest code exists.
+struct Ticker {
+    stop: Arc<AtomicBool>,
+}
+
+impl Ticker {
+    fn start(engine: &Engine) -> Result<Ticker, LoadError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ticking_engine, stopped) = (engine.clone(), stop.clone());
+        thread::Builder::new()
+            .name("epoch-ticker".into())
+            .spawn(move || {
+                while !stopped.load(Ordering::Relaxed) {
+                    thread::sleep(EPOCH_TICK);
+                    ticking_engine.increment_epoch();
+                }
+            })
+            .map_err(LoadError::Ticker)?;
+        Ok(Ticker { stop })
     }
 }
 
-impl std::error::Error for CallError {}
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
 
 /// The engine shared by all modules, with its epoch ticker.
 pub struct Runtime {
     engine: Engine,
     limits: Limits,
-    ticker_stop: Arc<AtomicBool>,
+    ticker: Arc<Ticker>,
 }
 
 impl Runtime {
-    pub fn new(limits: Limits) -> anyhow::Result<Runtime> {
+    /// An engine with epoch interruption on and optimised code, and its
+    /// ticker; `limits` apply to every module it loads.
+    pub fn new(limits: Limits) -> Result<Runtime, LoadError> {
         let mut config = Config::new();
         config.epoch_interruption(true);
         config.cranelift_opt_level(OptLevel::Speed);
-        let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        let (ticking_engine, stop) = (engine.clone(), ticker_stop.clone());
-        thread::Builder::new()
-            .name("epoch-ticker".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    thread::sleep(EPOCH_TICK);
-                    ticking_engine.increment_epoch();
-                }
-            })?;
+        let engine = Engine::new(&config).map_err(LoadError::Engine)?;
+        let ticker = Arc::new(Ticker::start(&engine)?);
         Ok(Runtime {
             engine,
             limits,
-            ticker_stop,
+            ticker,
         })
     }
 
+    /// The limits every module of this runtime runs under.
     pub fn limits(&self) -> Limits {
         self.limits
     }
 
     /// Compiles and links a module (once; calls are cheap afterwards).
-    pub fn load(&self, wasm: &[u8]) -> anyhow::Result<Module> {
-        let module = wasmtime::Module::new(&self.engine, wasm)
-            .map_err(|e| anyhow::anyhow!("not a loadable wasm module: {e}"))?;
+    pub fn load(&self, wasm: &[u8]) -> Result<Module, LoadError> {
+        // wasmtime also accepts the text format; a policy is a binary, and a
+        // text file would otherwise fail with a WAT parser's complaint.
+        if !wasm.starts_with(b"\0asm") {
+            return Err(LoadError::NotWasm);
+        }
+        let module = wasmtime::Module::new(&self.engine, wasm).map_err(LoadError::Compile)?;
         let mut linker: Linker<GuestState> = Linker::new(&self.engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut GuestState| &mut s.wasi)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        link_wapc(&mut linker).map_err(|e| anyhow::anyhow!("{e}"))?;
+            .map_err(LoadError::Link)?;
+        link_wapc(&mut linker).map_err(LoadError::Link)?;
         let pre = linker
             .instantiate_pre(&module)
-            .map_err(|e| anyhow::anyhow!("the module cannot be linked as a waPC policy: {e}"))?;
+            .map_err(LoadError::Link)?;
         Ok(Module {
             engine: self.engine.clone(),
             pre,
             limits: self.limits,
+            _ticker: self.ticker.clone(),
         })
-    }
-}
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -151,6 +185,8 @@ pub struct Module {
     engine: Engine,
     pre: InstancePre<GuestState>,
     limits: Limits,
+    /// Keeps deadlines enforced even after the [`Runtime`] is gone.
+    _ticker: Arc<Ticker>,
 }
 
 impl Module {

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use olm_guard_host::capabilities::{Grants, SnapshotHost};
-use olm_guard_host::metadata::{ContextAwareResource, Metadata};
-use olm_guard_host::runtime::{CallError, HostCallback, Limits, Runtime};
+use olm_guard_evaluator::{ContextHost, Grants};
+use olm_guard_runtime::metadata::{ContextAwareResource, Metadata};
+use olm_guard_runtime::{CallError, HostCallback, Limits, Runtime};
 use olm_guard_snapshot::Snapshot;
 
 /// A waPC guest whose behaviour is chosen by the operation name:
@@ -159,7 +159,7 @@ subjects: [{kind: User, name: alice}]
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ns-reader}
 "#;
 
-fn host_with(resources: &[(&str, &str)], capabilities: Option<Vec<&str>>) -> Arc<SnapshotHost> {
+fn host_with(resources: &[(&str, &str)], capabilities: Option<Vec<&str>>) -> Arc<ContextHost> {
     let metadata = Metadata {
         context_aware_resources: resources
             .iter()
@@ -172,7 +172,7 @@ fn host_with(resources: &[(&str, &str)], capabilities: Option<Vec<&str>>) -> Arc
         ..Metadata::default()
     };
     let snapshot = Arc::new(Snapshot::from_yaml(CLUSTER).unwrap());
-    Arc::new(SnapshotHost::new(
+    Arc::new(ContextHost::new(
         snapshot,
         Grants::from_metadata(Some(&metadata)),
     ))

@@ -1,20 +1,23 @@
-//! Kubewarden's host capabilities, answered from a cluster snapshot, with
-//! policy-server's access control: a module may only read the kinds its
-//! metadata lists in `contextAwareResources`, and only call the capabilities
-//! it declares in `hostCapabilities`.
+//! Kubewarden's host capabilities, answered from any cluster context (a
+//! snapshot, a recorded session, a live cluster), with policy-server's
+//! access control: a module may only read the kinds its metadata lists in
+//! `contextAwareResources`, and only call the capabilities it declares in
+//! `hostCapabilities` (kubewarden/policy-evaluator,
+//! `src/runtimes/wapc/callback.rs`, `host_callback`).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use olm_guard_core::Cluster;
 use olm_guard_core::protocol::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
-use olm_guard_snapshot::Snapshot;
+use olm_guard_core::{Capability, Cluster, ContextError};
+use olm_guard_runtime::HostCallback;
+use olm_guard_runtime::metadata::{ContextAwareResource, Metadata};
 use serde::de::DeserializeOwned;
 
-use crate::metadata::{ContextAwareResource, Metadata};
-use crate::runtime::HostCallback;
+/// The cluster context a policy's host calls are answered from.
+pub type ClusterContext = Arc<dyn Cluster + Send + Sync>;
 
 /// What a module is allowed to do, from its metadata.
 #[derive(Debug, Clone, Default)]
@@ -25,6 +28,7 @@ pub struct Grants {
 }
 
 impl Grants {
+    /// The grants of `metadata`; none at all without metadata.
     pub fn from_metadata(metadata: Option<&Metadata>) -> Grants {
         match metadata {
             Some(m) => Grants {
@@ -54,28 +58,45 @@ impl Grants {
     }
 }
 
-/// One host call, for `--trace` output and tests.
+/// One host call, for `--trace`, session recording and tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallRecord {
+    /// `namespace/operation`, e.g. `kubernetes/get_resource`.
     pub capability: String,
+    /// The request payload the module sent (JSON text).
     pub payload: String,
+    /// The answer's size in bytes, or the error text the module received.
     pub outcome: Result<usize, String>,
+    /// The answer itself, kept only when the host was asked to
+    /// ([`ContextHost::keeping_answers`]): large lists are not copied on
+    /// every evaluation otherwise.
+    pub answer: Option<Vec<u8>>,
 }
 
-/// The host side of `__host_call` for one module.
-pub struct SnapshotHost {
-    snapshot: Arc<Snapshot>,
+/// The host side of `__host_call` for one evaluation.
+pub struct ContextHost {
+    cluster: ClusterContext,
     grants: Grants,
+    keep_answers: bool,
     log: Mutex<Vec<CallRecord>>,
 }
 
-impl SnapshotHost {
-    pub fn new(snapshot: Arc<Snapshot>, grants: Grants) -> SnapshotHost {
-        SnapshotHost {
-            snapshot,
+impl ContextHost {
+    /// A host answering from `cluster` within `grants`.
+    pub fn new(cluster: ClusterContext, grants: Grants) -> ContextHost {
+        ContextHost {
+            cluster,
             grants,
+            keep_answers: false,
             log: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The same host, keeping every answer's bytes in its [`CallRecord`]s
+    /// (for traces and recorded sessions).
+    pub fn keeping_answers(mut self) -> ContextHost {
+        self.keep_answers = true;
+        self
     }
 
     /// The host calls made so far.
@@ -100,31 +121,32 @@ impl SnapshotHost {
                  The violation has been reported."
             ));
         }
-        let snapshot = &self.snapshot;
-        let answer = match (namespace, operation) {
-            ("kubernetes", "list_resources_all") => {
+        let cluster = &self.cluster;
+        let answer = match (namespace, Capability::from_operation(operation)) {
+            ("kubernetes", Some(Capability::ListAll)) => {
                 let r: ListAllResourcesRequest = parse(payload, &path)?;
                 self.check_read(&r.api_version, &r.kind)?;
-                snapshot.list_all(&r)
+                cluster.list_all(&r)
             }
-            ("kubernetes", "list_resources_by_namespace") => {
+            ("kubernetes", Some(Capability::ListByNamespace)) => {
                 let r: ListResourcesByNamespaceRequest = parse(payload, &path)?;
                 self.check_read(&r.api_version, &r.kind)?;
-                snapshot.list_by_namespace(&r)
+                cluster.list_by_namespace(&r)
             }
-            ("kubernetes", "get_resource") => {
+            ("kubernetes", Some(Capability::Get)) => {
                 let r: GetResourceRequest = parse(payload, &path)?;
                 self.check_read(&r.api_version, &r.kind)?;
-                snapshot.get(&r)
+                cluster.get(&r)
             }
-            ("kubernetes", "can_i") => {
+            ("kubernetes", Some(Capability::CanI)) => {
                 let r: CanIRequest = parse(payload, &path)?;
-                snapshot.can_i(&r).and_then(|status| {
-                    serde_json::to_vec(&status)
-                        .map_err(|e| olm_guard_core::ContextError(e.to_string()))
+                cluster.can_i(&r).and_then(|status| {
+                    serde_json::to_vec(&status).map_err(|e| {
+                        ContextError::new(olm_guard_core::ContextErrorKind::Decode, e.to_string())
+                    })
                 })
             }
-            ("kubernetes", _) => return Err(format!("unknown operation: {operation}")),
+            ("kubernetes", None) => return Err(format!("unknown operation: {operation}")),
             ("oci" | "net" | "crypto", _) => {
                 return Err(format!(
                     "host capability '{path}' is not provided by olm-guard's local host"
@@ -132,7 +154,7 @@ impl SnapshotHost {
             }
             _ => return Err(format!("unknown namespace: {namespace}")),
         };
-        answer.map_err(|e| e.0)
+        answer.map_err(|e| e.message)
     }
 
     fn check_read(&self, api_version: &str, kind: &str) -> Result<(), String> {
@@ -151,7 +173,7 @@ fn parse<T: DeserializeOwned>(payload: &[u8], path: &str) -> Result<T, String> {
     serde_json::from_slice(payload).map_err(|e| format!("invalid {path} request: {e}"))
 }
 
-impl HostCallback for SnapshotHost {
+impl HostCallback for ContextHost {
     fn call(
         &self,
         binding: &str,
@@ -171,6 +193,10 @@ impl HostCallback for SnapshotHost {
                 capability: format!("{namespace}/{operation}"),
                 payload: String::from_utf8_lossy(payload).into_owned(),
                 outcome: outcome.as_ref().map(Vec::len).map_err(Clone::clone),
+                answer: match (&outcome, self.keep_answers) {
+                    (Ok(bytes), true) => Some(bytes.clone()),
+                    _ => None,
+                },
             });
         }
         outcome

@@ -1,0 +1,257 @@
+//! A policy module ready to evaluate: compiled code plus its metadata.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use olm_guard_core::response::{AdmissionResponse, ValidationResponse};
+use olm_guard_runtime::metadata::{Metadata, MetadataError};
+use olm_guard_runtime::{CallError, HostCallback, LoadError, Module, Runtime};
+
+use crate::host::{CallRecord, ClusterContext, ContextHost, Grants};
+
+/// Why a policy could not be loaded or asked something.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// A file could not be read.
+    #[error("cannot read {what} {}", path.display())]
+    Read {
+        /// `module` or `metadata`.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The module could not be compiled or linked.
+    #[error("cannot load {}", path.display())]
+    Load {
+        /// The module file (or its name).
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: LoadError,
+    },
+    /// Metadata (embedded or given) is not valid.
+    #[error("{}", path.display())]
+    Metadata {
+        /// Where the metadata came from.
+        path: PathBuf,
+        /// Why it is not valid.
+        #[source]
+        source: MetadataError,
+    },
+    /// An operation failed inside the module (trap, deadline, memory).
+    #[error("{operation}: {source}")]
+    Call {
+        /// The waPC operation.
+        operation: &'static str,
+        /// What went wrong.
+        #[source]
+        source: CallError,
+    },
+    /// The module answered something that is not the operation's JSON.
+    #[error("{operation} answer is not valid")]
+    Answer {
+        /// The waPC operation.
+        operation: &'static str,
+        /// The decoding error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// `validate_settings` refused the settings.
+    #[error("settings are not valid: {0}")]
+    InvalidSettings(String),
+}
+
+/// A loaded policy module.
+pub struct Policy {
+    /// The module's name (its file stem, e.g. `catalog-union`).
+    pub name: String,
+    /// Its metadata: embedded, or given when loading.
+    pub metadata: Option<Metadata>,
+    module: Module,
+}
+
+/// The outcome of one `validate`.
+pub struct Evaluation {
+    /// The response policy-server would send.
+    pub response: AdmissionResponse,
+    /// The host calls the module made, in order.
+    pub calls: Vec<CallRecord>,
+}
+
+/// A host that refuses everything, for operations that must not look up
+/// anything (`protocol_version`, `validate_settings`).
+struct NoHost;
+
+impl HostCallback for NoHost {
+    fn call(&self, _: &str, ns: &str, op: &str, _: &[u8]) -> Result<Vec<u8>, String> {
+        if ns == "tracing" {
+            return Ok(Vec::new());
+        }
+        Err(format!("host capability '{ns}/{op}' is not available here"))
+    }
+}
+
+impl Policy {
+    /// Loads `path`; metadata from `metadata_file` when given, else the
+    /// module's embedded `io.kubewarden.metadata` section.
+    pub fn load(
+        runtime: &Runtime,
+        path: &Path,
+        metadata_file: Option<&Path>,
+    ) -> Result<Policy, PolicyError> {
+        let wasm = std::fs::read(path).map_err(|source| PolicyError::Read {
+            what: "module",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let metadata = match metadata_file {
+            Some(file) => {
+                let text =
+                    std::fs::read_to_string(file).map_err(|source| PolicyError::Read {
+                        what: "metadata",
+                        path: file.to_path_buf(),
+                        source,
+                    })?;
+                Some(
+                    Metadata::from_yaml(&text).map_err(|source| PolicyError::Metadata {
+                        path: file.to_path_buf(),
+                        source,
+                    })?,
+                )
+            }
+            None => None,
+        };
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Policy::from_bytes(runtime, &name, &wasm, metadata).map_err(|e| match e {
+            PolicyError::Load { source, .. } => PolicyError::Load {
+                path: path.to_path_buf(),
+                source,
+            },
+            PolicyError::Metadata { source, .. } => PolicyError::Metadata {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => other,
+        })
+    }
+
+    /// Compiles `wasm` as policy `name`; `metadata`, when given, replaces
+    /// what the module embeds.
+    pub fn from_bytes(
+        runtime: &Runtime,
+        name: &str,
+        wasm: &[u8],
+        metadata: Option<Metadata>,
+    ) -> Result<Policy, PolicyError> {
+        let module = runtime.load(wasm).map_err(|source| PolicyError::Load {
+            path: PathBuf::from(name),
+            source,
+        })?;
+        let metadata = match metadata {
+            Some(m) => Some(m),
+            None => Metadata::from_module(wasm).map_err(|source| PolicyError::Metadata {
+                path: PathBuf::from(name),
+                source,
+            })?,
+        };
+        Ok(Policy {
+            name: name.to_string(),
+            metadata,
+            module,
+        })
+    }
+
+    /// `protocol_version`: a Kubewarden waPC module answers `"v1"`.
+    pub fn protocol_version(&self) -> Result<String, PolicyError> {
+        const OPERATION: &str = "protocol_version";
+        let bytes = self
+            .module
+            .call(OPERATION, &[], Arc::new(NoHost))
+            .map_err(|source| PolicyError::Call {
+                operation: OPERATION,
+                source,
+            })?;
+        serde_json::from_slice(&bytes).map_err(|source| PolicyError::Answer {
+            operation: OPERATION,
+            source,
+        })
+    }
+
+    /// `validate_settings`; `InvalidSettings` carries the module's message.
+    pub fn validate_settings(&self, settings: &Value) -> Result<(), PolicyError> {
+        const OPERATION: &str = "validate_settings";
+        #[derive(Deserialize)]
+        struct Answer {
+            valid: bool,
+            #[serde(default)]
+            message: Option<String>,
+        }
+        let payload = serde_json::to_vec(settings).map_err(|source| PolicyError::Answer {
+            operation: OPERATION,
+            source,
+        })?;
+        let bytes = self
+            .module
+            .call(OPERATION, &payload, Arc::new(NoHost))
+            .map_err(|source| PolicyError::Call {
+                operation: OPERATION,
+                source,
+            })?;
+        let answer: Answer =
+            serde_json::from_slice(&bytes).map_err(|source| PolicyError::Answer {
+                operation: OPERATION,
+                source,
+            })?;
+        if !answer.valid {
+            return Err(PolicyError::InvalidSettings(
+                answer.message.unwrap_or_else(|| "no reason given".into()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `validate`, answering host calls from `cluster`.
+    pub fn validate(
+        &self,
+        request: &Value,
+        settings: &Value,
+        cluster: ClusterContext,
+    ) -> Result<Evaluation, CallError> {
+        self.validate_with(request, settings, self.host(cluster))
+    }
+
+    /// `validate` through a host the caller built (e.g. one that keeps the
+    /// answers, [`ContextHost::keeping_answers`]).
+    pub fn validate_with(
+        &self,
+        request: &Value,
+        settings: &Value,
+        host: ContextHost,
+    ) -> Result<Evaluation, CallError> {
+        let host = Arc::new(host);
+        let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))
+            .map_err(|e| CallError::Guest(e.to_string()))?;
+        let bytes = self.module.call("validate", &payload, host.clone())?;
+        let response: ValidationResponse = serde_json::from_slice(&bytes).map_err(|e| {
+            CallError::Guest(format!("the module's validate answer is not valid: {e}"))
+        })?;
+        Ok(Evaluation {
+            response: AdmissionResponse::from_validation(request, response),
+            calls: host.calls(),
+        })
+    }
+
+    /// A host for this policy's grants over `cluster`.
+    pub fn host(&self, cluster: ClusterContext) -> ContextHost {
+        ContextHost::new(cluster, Grants::from_metadata(self.metadata.as_ref()))
+    }
+}

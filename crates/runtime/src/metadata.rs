@@ -1,0 +1,217 @@
+//! Kubewarden policy metadata (`metadata.yml`, and the `io.kubewarden.metadata`
+//! custom section that `kwctl annotate` embeds), as far as a host uses it.
+//! The format is Kubewarden's `policy_metadata::Metadata`
+//! (kubewarden/policy-evaluator, `src/policy_metadata.rs`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The custom section `kwctl annotate` writes the metadata into, as JSON.
+pub const METADATA_SECTION: &str = "io.kubewarden.metadata";
+
+/// The annotation that carries the module README (`kwctl annotate -u`).
+pub const USAGE_ANNOTATION: &str = "io.kubewarden.policy.usage";
+
+/// Why metadata could not be read, checked or written.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataError {
+    /// metadata.yml is not YAML of the metadata's shape.
+    #[error("metadata is not valid Kubewarden metadata")]
+    Yaml(#[source] serde_yaml::Error),
+    /// The embedded section is not JSON of the metadata's shape.
+    #[error("embedded metadata is not valid JSON")]
+    Json(#[source] serde_json::Error),
+    /// The metadata parses but breaks a rule kwctl enforces; the text
+    /// names the field and the fix.
+    #[error("{0}")]
+    Invalid(String),
+    /// The bytes are not a WebAssembly module.
+    #[error("not a wasm module")]
+    NotWasm(#[source] wasmparser::BinaryReaderError),
+}
+
+/// A policy's metadata: what it admits, what it may read, how it runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    /// The waPC protocol the module speaks (`v1`), asked of the module by
+    /// `annotate`.
+    #[serde(default)]
+    pub protocol_version: Option<String>,
+    /// The admission requests the policy wants (as a webhook's rules).
+    pub rules: Vec<Rule>,
+    /// Whether the policy may answer with a mutated object.
+    pub mutating: bool,
+    /// Whether Kubewarden's audit scanner evaluates it on stored objects.
+    #[serde(default = "yes")]
+    pub background_audit: bool,
+    /// The kinds the policy may read through host capabilities.
+    #[serde(default)]
+    pub context_aware_resources: Vec<ContextAwareResource>,
+    /// The host capabilities it may call; `None` means all (kwctl's `*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_capabilities: Option<Vec<String>>,
+    /// `kubewarden-wapc` for every olm-guard module.
+    #[serde(default = "wapc")]
+    pub execution_mode: String,
+    /// `kubernetes` (the default) or another policy type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_type: Option<String>,
+    /// The oldest Kubewarden release that runs the policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum_kubewarden_version: Option<String>,
+    /// Free-form annotations: title, description, Artifact Hub fields, usage.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn wapc() -> String {
+    "kubewarden-wapc".into()
+}
+
+/// One admission rule: the groups, versions, resources and operations a
+/// policy is sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    /// API groups (`""` is core, `*` all).
+    pub api_groups: Vec<String>,
+    /// API versions.
+    pub api_versions: Vec<String>,
+    /// Resources, optionally with `/subresource`.
+    pub resources: Vec<String>,
+    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT` or `*`.
+    pub operations: Vec<String>,
+}
+
+/// A kind the policy may read from the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextAwareResource {
+    /// `group/version`, or `v1` for the core group.
+    pub api_version: String,
+    /// The kind, e.g. `Namespace`.
+    pub kind: String,
+}
+
+/// An [`MetadataError::Invalid`] from a format string.
+macro_rules! invalid {
+    ($($arg:tt)*) => { return Err(MetadataError::Invalid(format!($($arg)*))) };
+}
+
+impl Metadata {
+    /// Parses and checks `metadata.yml`.
+    pub fn from_yaml(text: &str) -> Result<Metadata, MetadataError> {
+        let metadata: Metadata = serde_yaml::from_str(text).map_err(MetadataError::Yaml)?;
+        metadata.check()?;
+        Ok(metadata)
+    }
+
+    /// The checks `kwctl annotate` makes that matter to a host.
+    fn check(&self) -> Result<(), MetadataError> {
+        if self.rules.is_empty() {
+            invalid!("metadata has no rules");
+        }
+        for rule in &self.rules {
+            for op in &rule.operations {
+                if !["CREATE", "UPDATE", "DELETE", "CONNECT", "*"].contains(&op.as_str()) {
+                    invalid!(
+                        "metadata rule operation {op:?} is not CREATE, UPDATE, DELETE, CONNECT or *"
+                    );
+                }
+            }
+            if rule.api_groups.is_empty()
+                || rule.api_versions.is_empty()
+                || rule.resources.is_empty()
+                || rule.operations.is_empty()
+            {
+                invalid!("metadata rules need apiGroups, apiVersions, resources and operations");
+            }
+        }
+        if self.execution_mode != "kubewarden-wapc" {
+            invalid!(
+                "executionMode {:?} is not supported by olm-guard (kubewarden-wapc only)",
+                self.execution_mode
+            );
+        }
+        Ok(())
+    }
+
+    /// The metadata embedded in a module, if any (first section wins, as in
+    /// Kubewarden).
+    pub fn from_module(wasm: &[u8]) -> Result<Option<Metadata>, MetadataError> {
+        match custom_section(wasm, METADATA_SECTION)? {
+            Some(bytes) => Ok(Some(
+                serde_json::from_slice(bytes).map_err(MetadataError::Json)?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// `wasm` with this metadata embedded, as `kwctl annotate` writes it:
+    /// `usage` (the module README) becomes the usage annotation, `annotator`
+    /// is recorded as `io.kubewarden.kwctl`, and any earlier metadata section
+    /// is replaced. `protocol_version` should be what the module answered.
+    pub fn annotate(
+        mut self,
+        wasm: &[u8],
+        protocol_version: String,
+        usage: Option<String>,
+        annotator: &str,
+    ) -> Result<Vec<u8>, MetadataError> {
+        self.protocol_version = Some(protocol_version);
+        if let Some(usage) = usage {
+            self.annotations.insert(USAGE_ANNOTATION.into(), usage);
+        }
+        self.annotations
+            .insert("io.kubewarden.kwctl".into(), annotator.to_string());
+        let section = serde_json::to_vec(&self).map_err(MetadataError::Json)?;
+        with_custom_section(wasm, METADATA_SECTION, &section)
+    }
+}
+
+/// The payload of the first custom section called `name`.
+pub fn custom_section<'a>(wasm: &'a [u8], name: &str) -> Result<Option<&'a [u8]>, MetadataError> {
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        if let wasmparser::Payload::CustomSection(reader) = payload.map_err(MetadataError::NotWasm)?
+            && reader.name() == name
+        {
+            return Ok(Some(reader.data()));
+        }
+    }
+    Ok(None)
+}
+
+/// The module with every `name` custom section removed and one with
+/// `payload` appended, as `kwctl annotate` does.
+pub fn with_custom_section(
+    wasm: &[u8],
+    name: &str,
+    payload: &[u8],
+) -> Result<Vec<u8>, MetadataError> {
+    let mut module = wasm_encoder::Module::new();
+    for item in wasmparser::Parser::new(0).parse_all(wasm) {
+        let item = item.map_err(MetadataError::NotWasm)?;
+        if let wasmparser::Payload::CustomSection(reader) = &item
+            && reader.name() == name
+        {
+            continue;
+        }
+        if let Some((id, range)) = item.as_section() {
+            module.section(&wasm_encoder::RawSection {
+                id,
+                data: &wasm[range],
+            });
+        }
+    }
+    module.section(&wasm_encoder::CustomSection {
+        name: name.into(),
+        data: payload.into(),
+    });
+    Ok(module.finish())
+}
