@@ -5,7 +5,8 @@
 //! only one schema (oneOf)". This rule counts the same alternatives (rules 1
 //! and 2), then rejects what the `oneOf` lets through although OLM ignores it
 //! (rule 3) or cannot run it (rule 4), and says which field to change. Legacy
-//! specs are accepted with a warning (rule 5) or rewritten (rule 6).
+//! specs are accepted, with a warning only when asked for (rule 5), or
+//! rewritten (rule 6). An UPDATE is judged on what it changes (rule 7).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -16,16 +17,24 @@ use olm_guard_olm::catalog_source::{
     GrpcPodConfig, SourceType,
 };
 
+/// The policy's settings; every key is optional (see the settings table in
+/// the README).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Settings {
-    /// Count the deprecated `sourceType` + `image`/`address`/`configMap` spec
-    /// as an alternative, accepted with a warning (rules 1 and 5).
+    /// Count the legacy `sourceType` + `image`/`address`/`configMap` spec as
+    /// an alternative (rule 1). On by default: it is the only form the
+    /// CatalogSource CRD clusters run today can store.
     pub allow_legacy: bool,
+    /// Warn about every accepted legacy spec, naming its union member
+    /// (rule 5). Meant for clusters whose CatalogSource CRD has the union
+    /// members: on today's CRD the advice cannot be followed.
+    pub warn_legacy: bool,
     /// Rewrite a valid legacy spec into its union member (rule 6). The legacy
     /// spec is then validated as if `allowLegacy` were on, since it is not
     /// what gets stored; one that cannot be rewritten without loss is
-    /// accepted as legacy only while `allowLegacy` is on.
+    /// accepted as legacy only while `allowLegacy` is on. Meant, like
+    /// `warnLegacy`, for clusters whose CRD has the union members.
     pub migrate_legacy: bool,
 }
 
@@ -33,6 +42,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             allow_legacy: true,
+            warn_legacy: false,
             migrate_legacy: false,
         }
     }
@@ -40,6 +50,8 @@ impl Default for Settings {
 
 impl PolicySettings for Settings {}
 
+/// Judges a CREATE or UPDATE of a CatalogSource by rules 1-7; every other
+/// request is accepted untouched.
 pub fn validate(request: &AdmissionRequest, settings: &Settings, _: &dyn Cluster) -> Verdict {
     if !request.targets(catalog_source::GROUP, catalog_source::KIND)
         || !matches!(request.operation, Operation::Create | Operation::Update)
@@ -52,27 +64,159 @@ pub fn validate(request: &AdmissionRequest, settings: &Settings, _: &dyn Cluster
              send the whole object with the CREATE or UPDATE",
         );
     };
-    let spec = match read_spec(object) {
+    match judge_object(object, settings) {
+        Judgement::Admitted(verdict) | Judgement::Unreadable(verdict) => verdict,
+        Judgement::Broken(problems) => {
+            match stored_breakage(request, object, settings, &problems) {
+                Some(warning) => Verdict::accept().with_warning(warning),
+                None => Verdict::deny(problems.join("; ")),
+            }
+        }
+    }
+}
+
+/// What rules 1-6 make of one object.
+enum Judgement {
+    /// Accepted, possibly with warnings or a migration.
+    Admitted(Verdict),
+    /// Denied: every problem found, each naming its field and the fix.
+    Broken(Vec<String>),
+    /// The spec cannot be read (a 400).
+    Unreadable(Verdict),
+}
+
+fn judge_object(object: &Map<String, Value>, settings: &Settings) -> Judgement {
+    let terms = Terms::for_object(object, settings);
+    let spec = match read_spec(object, terms) {
         Ok(spec) => spec,
-        Err(verdict) => return verdict,
+        Err(verdict) => return Judgement::Unreadable(verdict),
     };
     let legacy_counts = settings.allow_legacy || settings.migrate_legacy;
-    match judge(&spec, legacy_counts) {
-        Err(problems) => Verdict::deny(problems),
-        Ok(Configured::Member) => Verdict::accept(),
+    match judge(&spec, legacy_counts, terms) {
+        Err(problems) => Judgement::Broken(problems),
+        Ok(Configured::Member) => Judgement::Admitted(Verdict::accept()),
         Ok(Configured::Legacy(legacy)) => admit_legacy(object, &legacy, settings),
     }
 }
 
+/// Rule 7: an UPDATE of a CatalogSource that already broke the rule when it
+/// was stored (created before the policy, or under other settings) is let
+/// through when it leaves the catalog configuration as it was, or when every
+/// problem it has was already a problem of the stored object: labels,
+/// annotations, owner references and finalizers must stay writable, or the
+/// object could never be repaired or deleted. The warning says what is still
+/// wrong. `None` means deny as for a CREATE.
+fn stored_breakage(
+    request: &AdmissionRequest,
+    object: &Map<String, Value>,
+    settings: &Settings,
+    problems: &[String],
+) -> Option<String> {
+    if request.operation != Operation::Update {
+        return None;
+    }
+    // An oldObject that is missing or cannot be read stands for nothing
+    // stored: the request is judged like a CREATE.
+    let stored = request.old_object.as_object()?;
+    let Judgement::Broken(stored_problems) = judge_object(stored, settings) else {
+        return None;
+    };
+    let problems_text = problems.join("; ");
+    if configuration(object) == configuration(stored) {
+        Some(format!(
+            "this CatalogSource already breaks catalog-union and this update leaves its catalog \
+             configuration as it was, so the update is allowed; fix it: {problems_text}"
+        ))
+    } else if problems.iter().all(|p| stored_problems.contains(p)) {
+        Some(format!(
+            "this update fixes part of what this CatalogSource breaks in catalog-union, so it \
+             is allowed; still to fix: {problems_text}"
+        ))
+    } else {
+        None
+    }
+}
+
+/// The spec keys the rule reads, the catalog configuration, with `null`
+/// values left out as the rule counts them absent.
+const CONFIGURATION: [&str; 8] = [
+    "sourceType",
+    "image",
+    "address",
+    "configMap",
+    "grpcPodConfig",
+    "catalogImageSource",
+    "catalogServiceSource",
+    "configMapSource",
+];
+
+fn configuration(object: &Map<String, Value>) -> Vec<(&'static str, &Value)> {
+    let spec = object.get("spec").and_then(Value::as_object);
+    CONFIGURATION
+        .into_iter()
+        .filter_map(|key| {
+            spec.and_then(|s| s.get(key))
+                .filter(|v| !v.is_null())
+                .map(|v| (key, v))
+        })
+        .collect()
+}
+
+/// Which fields advice may name. The CatalogSource CRD clusters run today
+/// has only the legacy fields and prunes the union members, so advice to
+/// write a union member could not be followed there. Union terms are used
+/// only where the cluster evidently has them: a union member is in the
+/// object, or the settings were chosen for such a CRD (`warnLegacy`,
+/// `migrateLegacy`, or `allowLegacy: false`, under which only members pass).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Terms {
+    Legacy,
+    Union,
+}
+
+impl Terms {
+    fn for_object(object: &Map<String, Value>, settings: &Settings) -> Terms {
+        let member_present = object
+            .get("spec")
+            .and_then(Value::as_object)
+            .is_some_and(|spec| {
+                MEMBERS
+                    .iter()
+                    .any(|key| spec.get(*key).is_some_and(|v| !v.is_null()))
+            });
+        if member_present
+            || settings.warn_legacy
+            || settings.migrate_legacy
+            || !settings.allow_legacy
+        {
+            Terms::Union
+        } else {
+            Terms::Legacy
+        }
+    }
+}
+
+/// The union members, as spec keys.
+const MEMBERS: [&str; 3] = [
+    "catalogImageSource",
+    "catalogServiceSource",
+    "configMapSource",
+];
+
 /// `spec` as typed fields. A missing or `null` spec is `{}` (rule 1).
-fn read_spec(object: &Map<String, Value>) -> Result<CatalogSourceSpec, Verdict> {
+fn read_spec(object: &Map<String, Value>, terms: Terms) -> Result<CatalogSourceSpec, Verdict> {
     let spec = match object.get("spec") {
         None | Some(Value::Null) => return Ok(CatalogSourceSpec::default()),
         Some(spec @ Value::Object(_)) => spec,
         Some(other) => {
+            let holding = match terms {
+                Terms::Union => {
+                    "one of catalogImageSource, catalogServiceSource or configMapSource"
+                }
+                Terms::Legacy => "sourceType and one of image, address or configMap",
+            };
             return Err(Verdict::bad_request(format!(
-                "spec must be an object holding one of catalogImageSource, catalogServiceSource \
-                 or configMapSource, but it is {}; write spec as a mapping",
+                "spec must be an object holding {holding}, but it is {}; write spec as a mapping",
                 json_kind(other)
             )));
         }
@@ -143,13 +287,17 @@ const DEPRECATED: [&str; 5] = [
 
 /// Rules 1-4: which alternative is configured, or every problem found, each
 /// naming its field.
-fn judge(spec: &CatalogSourceSpec, legacy_counts: bool) -> Result<Configured<'_>, String> {
+fn judge(
+    spec: &CatalogSourceSpec,
+    legacy_counts: bool,
+    terms: Terms,
+) -> Result<Configured<'_>, Vec<String>> {
     let found = alternatives(spec, legacy_counts);
     match found.as_slice() {
-        [] => Err(none_found(spec, legacy_counts)),
-        [Alternative::Legacy] => judge_legacy(spec),
+        [] => Err(vec![none_found(spec, legacy_counts, terms)]),
+        [Alternative::Legacy] => judge_legacy(spec, terms),
         [member] => judge_member(spec, *member),
-        several => Err(several_found(spec, several)),
+        several => Err(vec![several_found(spec, several)]),
     }
 }
 
@@ -204,6 +352,35 @@ fn replacement_of(key: &str) -> &'static str {
     }
 }
 
+/// The `sourceType` a legacy source key is read with.
+fn source_type_for(key: &str) -> &'static str {
+    match key {
+        "configMap" => "configmap",
+        _ => "grpc",
+    }
+}
+
+/// Rule 6's limit, for every piece of advice that moves `grpcPodConfig`:
+/// the fields set in it that `podSpecOverrides` cannot hold, as
+/// `(fields, reason)` texts, or `None` when nothing would be lost.
+fn unportable(pod_config: Option<&GrpcPodConfig>) -> Option<(String, String)> {
+    let fields: Vec<String> = pod_config
+        .map(GrpcPodConfig::unportable_fields)
+        .unwrap_or_default()
+        .iter()
+        .map(|f| format!("spec.grpcPodConfig.{f}"))
+        .collect();
+    if fields.is_empty() {
+        return None;
+    }
+    let fields = join_and(&fields);
+    let reason = format!(
+        "{fields} has no place in spec.catalogImageSource.podSpecOverrides, which holds only \
+         nodeSelector, tolerations and priorityClassName"
+    );
+    Some((fields, reason))
+}
+
 fn spec_fields(keys: &[&str]) -> String {
     let fields: Vec<String> = keys.iter().map(|k| format!("spec.{k}")).collect();
     join_and(&fields)
@@ -236,6 +413,11 @@ const HOW_TO_CONFIGURE: &str = "spec.catalogImageSource.catalogImage (an operato
      image), spec.catalogServiceSource.address (host:port of a running registry) or \
      spec.configMapSource.configMap (the name of a ConfigMap)";
 
+/// The same choice in the fields of the CRD clusters run today.
+const HOW_TO_CONFIGURE_LEGACY: &str = "spec.sourceType: grpc with spec.image (an \
+     operator-registry image) or spec.address (host:port of a running registry), or \
+     spec.sourceType: configmap with spec.configMap (the name of a ConfigMap)";
+
 /// Rule 2, too many.
 fn several_found(spec: &CatalogSourceSpec, found: &[Alternative]) -> String {
     let names: Vec<String> = found.iter().map(|a| describe(spec, *a)).collect();
@@ -255,14 +437,20 @@ fn several_found(spec: &CatalogSourceSpec, found: &[Alternative]) -> String {
 }
 
 /// Rule 2, none: explain why the keys that are there do not count.
-fn none_found(spec: &CatalogSourceSpec, legacy_counts: bool) -> String {
+fn none_found(spec: &CatalogSourceSpec, legacy_counts: bool, terms: Terms) -> String {
     let deprecated = deprecated_present(spec);
     let mut why = Vec::new();
     if !deprecated.is_empty() && !legacy_counts {
+        let lost = unportable(spec.grpc_pod_config.as_ref());
         let replacements: Vec<String> = deprecated
             .iter()
             .filter(|k| **k != "sourceType")
-            .map(|k| format!("spec.{k} with {}", replacement_of(k)))
+            .map(|k| match (*k, &lost) {
+                ("grpcPodConfig", Some((_, reason))) => {
+                    format!("spec.{k} with {} ({reason})", replacement_of(k))
+                }
+                _ => format!("spec.{k} with {}", replacement_of(k)),
+            })
             .collect();
         why.push(format!(
             "the deprecated {} {} not accepted here because allowLegacy is false{}",
@@ -281,26 +469,55 @@ fn none_found(spec: &CatalogSourceSpec, legacy_counts: bool) -> String {
             .filter(|k| *k != "grpcPodConfig")
             .collect();
         if !sources.is_empty() {
-            why.push(format!(
-                "the deprecated {} {} no spec.sourceType, so no legacy source is configured; \
-                 rather than adding one, write {} instead",
-                spec_fields(&sources),
-                if sources.len() == 1 { "has" } else { "have" },
-                join_and(
-                    &sources
+            why.push(match terms {
+                Terms::Union => format!(
+                    "the deprecated {} {} no spec.sourceType, so no legacy source is \
+                     configured; rather than adding one, write {} instead",
+                    spec_fields(&sources),
+                    if sources.len() == 1 { "has" } else { "have" },
+                    join_and(
+                        &sources
+                            .iter()
+                            .map(|k| replacement_of(k).to_string())
+                            .collect::<Vec<_>>()
+                    )
+                ),
+                Terms::Legacy => {
+                    let add: Vec<String> = sources
                         .iter()
-                        .map(|k| replacement_of(k).to_string())
-                        .collect::<Vec<_>>()
-                )
-            ));
+                        .map(|k| format!("spec.sourceType: {} for spec.{k}", source_type_for(k)))
+                        .collect();
+                    format!(
+                        "{} {} no spec.sourceType, so no catalog is configured; add {}{}",
+                        spec_fields(&sources),
+                        if sources.len() == 1 { "has" } else { "have" },
+                        join_and(&add),
+                        if sources.len() == 1 {
+                            ""
+                        } else {
+                            " and keep only one of them"
+                        }
+                    )
+                }
+            });
         }
         if spec.grpc_pod_config.is_some() {
-            why.push(
-                "the deprecated spec.grpcPodConfig only tunes a registry pod and names no \
-                 catalog; its replacement spec.catalogImageSource.podSpecOverrides goes beside \
-                 spec.catalogImageSource.catalogImage"
-                    .into(),
-            );
+            why.push(match terms {
+                Terms::Union => {
+                    let mut text = "the deprecated spec.grpcPodConfig only tunes a registry pod \
+                                    and names no catalog; its replacement \
+                                    spec.catalogImageSource.podSpecOverrides goes beside \
+                                    spec.catalogImageSource.catalogImage"
+                        .to_string();
+                    if let Some((_, reason)) = unportable(spec.grpc_pod_config.as_ref()) {
+                        text.push_str(&format!(", but {reason}"));
+                    }
+                    text
+                }
+                Terms::Legacy => "spec.grpcPodConfig only tunes the registry pod of \
+                                  spec.sourceType: grpc with spec.image and names no catalog"
+                    .to_string(),
+            });
         }
     } else if let Some(source_type) = &spec.source_type {
         why.push(format!(
@@ -313,14 +530,20 @@ fn none_found(spec: &CatalogSourceSpec, legacy_counts: bool) -> String {
     } else {
         format!(" ({})", why.join("; "))
     };
+    let how = match terms {
+        Terms::Union => format!("set exactly one of {HOW_TO_CONFIGURE}"),
+        Terms::Legacy => format!("set {HOW_TO_CONFIGURE_LEGACY}"),
+    };
     format!(
-        "spec must configure exactly one catalog source (oneOf) but configures none{why}; \
-         set exactly one of {HOW_TO_CONFIGURE}"
+        "spec must configure exactly one catalog source (oneOf) but configures none{why}; {how}"
     )
 }
 
 /// Rules 3 and 4 for a spec whose one alternative is a union member.
-fn judge_member(spec: &CatalogSourceSpec, member: Alternative) -> Result<Configured<'_>, String> {
+fn judge_member(
+    spec: &CatalogSourceSpec,
+    member: Alternative,
+) -> Result<Configured<'_>, Vec<String>> {
     let member_name = describe(spec, member);
     let mut problems: Vec<String> = deprecated_present(spec)
         .into_iter()
@@ -329,6 +552,13 @@ fn judge_member(spec: &CatalogSourceSpec, member: Alternative) -> Result<Configu
                 "spec.{key} is deprecated and OLM ignores it beside {member_name}: remove it{}",
                 match key {
                     "sourceType" => String::new(),
+                    "grpcPodConfig" => match unportable(spec.grpc_pod_config.as_ref()) {
+                        Some((_, reason)) => format!(
+                            " (its replacement is {}, but {reason})",
+                            replacement_of(key)
+                        ),
+                        None => format!(" (its replacement is {})", replacement_of(key)),
+                    },
                     _ => format!(" (its replacement is {})", replacement_of(key)),
                 }
             )
@@ -338,7 +568,7 @@ fn judge_member(spec: &CatalogSourceSpec, member: Alternative) -> Result<Configu
     if problems.is_empty() {
         Ok(Configured::Member)
     } else {
-        Err(problems.join("; "))
+        Err(problems)
     }
 }
 
@@ -399,39 +629,49 @@ fn address_problem(field: &str, address: Option<&str>) -> Option<String> {
 }
 
 /// Rules 3 and 4 for a spec whose one alternative is the legacy one.
-fn judge_legacy(spec: &CatalogSourceSpec) -> Result<Configured<'_>, String> {
+fn judge_legacy(spec: &CatalogSourceSpec, terms: Terms) -> Result<Configured<'_>, Vec<String>> {
     let raw_type = spec.source_type.as_deref().unwrap_or_default();
     let Some(source_type) = SourceType::parse(raw_type) else {
-        return Err(unknown_source_type(raw_type));
+        return Err(vec![unknown_source_type(raw_type, terms)]);
     };
     let mut problems = Vec::new();
     let legacy = match source_type {
-        SourceType::Grpc => grpc_legacy(spec, &mut problems),
+        SourceType::Grpc => grpc_legacy(spec, terms, &mut problems),
         SourceType::ConfigMap | SourceType::Internal => {
-            configmap_legacy(spec, source_type, &mut problems)
+            configmap_legacy(spec, source_type, terms, &mut problems)
         }
     };
     match legacy {
         Some(legacy) if problems.is_empty() => Ok(Configured::Legacy(legacy)),
-        _ => Err(problems.join("; ")),
+        _ => Err(problems),
     }
 }
 
-fn unknown_source_type(value: &str) -> String {
+fn unknown_source_type(value: &str, terms: Terms) -> String {
     let hint = match SourceType::suggest(value) {
         Some(meant) => format!(" (did you mean \"{}\"?)", meant.as_str()),
         None => String::new(),
     };
+    let fix = match terms {
+        Terms::Union => {
+            format!("better, drop the deprecated spec.sourceType and set one of {HOW_TO_CONFIGURE}")
+        }
+        Terms::Legacy => format!("set {HOW_TO_CONFIGURE_LEGACY}"),
+    };
     format!(
         "spec.sourceType \"{value}\" is not a source type OLM knows{hint}: OLM accepts only \
-         {}; better, drop the deprecated spec.sourceType and set one of {HOW_TO_CONFIGURE}",
+         {}; {fix}",
         SourceType::NAMES.map(|n| format!("\"{n}\"")).join(", ")
     )
 }
 
 /// `sourceType: grpc`: OLM runs `image` if set, else dials `address`
 /// (`ReconcilerForSource`); `configMap` is never read.
-fn grpc_legacy<'a>(spec: &'a CatalogSourceSpec, problems: &mut Vec<String>) -> Option<Legacy<'a>> {
+fn grpc_legacy<'a>(
+    spec: &'a CatalogSourceSpec,
+    terms: Terms,
+    problems: &mut Vec<String>,
+) -> Option<Legacy<'a>> {
     if spec.config_map.is_some() {
         problems.push(
             "spec.configMap is ignored with spec.sourceType \"grpc\": remove it, or set \
@@ -466,11 +706,16 @@ fn grpc_legacy<'a>(spec: &'a CatalogSourceSpec, problems: &mut Vec<String>) -> O
             Some(Legacy::Address(address))
         }
         (None, None) => {
-            problems.push(
-                "spec.sourceType \"grpc\" needs spec.image or spec.address; better, write \
-                 spec.catalogImageSource.catalogImage or spec.catalogServiceSource.address"
+            problems.push(match terms {
+                Terms::Union => "spec.sourceType \"grpc\" needs spec.image or spec.address; \
+                                 better, write spec.catalogImageSource.catalogImage or \
+                                 spec.catalogServiceSource.address"
                     .into(),
-            );
+                Terms::Legacy => "spec.sourceType \"grpc\" needs spec.image (an \
+                                  operator-registry image) or spec.address (host:port of a \
+                                  running registry)"
+                    .into(),
+            });
             None
         }
     }
@@ -481,6 +726,7 @@ fn grpc_legacy<'a>(spec: &'a CatalogSourceSpec, problems: &mut Vec<String>) -> O
 fn configmap_legacy<'a>(
     spec: &'a CatalogSourceSpec,
     source_type: SourceType,
+    terms: Terms,
     problems: &mut Vec<String>,
 ) -> Option<Legacy<'a>> {
     let named = source_type.as_str();
@@ -497,10 +743,16 @@ fn configmap_legacy<'a>(
     }
     match spec.config_map.as_deref() {
         None => {
-            problems.push(format!(
-                "spec.sourceType \"{named}\" needs spec.configMap; better, write \
-                 spec.configMapSource.configMap"
-            ));
+            problems.push(match terms {
+                Terms::Union => format!(
+                    "spec.sourceType \"{named}\" needs spec.configMap; better, write \
+                     spec.configMapSource.configMap"
+                ),
+                Terms::Legacy => format!(
+                    "spec.sourceType \"{named}\" needs spec.configMap (the name of the \
+                     ConfigMap that holds the catalog)"
+                ),
+            });
             None
         }
         Some(name) => {
@@ -533,6 +785,14 @@ impl Legacy<'_> {
             }
             Legacy::Address(_) => vec!["sourceType", "address"],
             Legacy::ConfigMap(_) => vec!["sourceType", "configMap"],
+        }
+    }
+
+    /// The `grpcPodConfig` this source carries, if any.
+    fn pod_config(&self) -> Option<&GrpcPodConfig> {
+        match self {
+            Legacy::Image { pod_config, .. } => *pod_config,
+            Legacy::Address(_) | Legacy::ConfigMap(_) => None,
         }
     }
 
@@ -585,56 +845,59 @@ impl Legacy<'_> {
 }
 
 /// Rules 5 and 6 for a consistent legacy spec.
-fn admit_legacy(object: &Map<String, Value>, legacy: &Legacy, settings: &Settings) -> Verdict {
+fn admit_legacy(object: &Map<String, Value>, legacy: &Legacy, settings: &Settings) -> Judgement {
     let keys = spec_fields(&legacy.keys());
-    let unportable = if settings.migrate_legacy {
-        match legacy.member() {
-            Ok((member, value)) => {
-                return Verdict::mutate(migrate(object, member, value)).with_warning(format!(
-                    "the deprecated {keys} were rewritten to spec.{member} (migrateLegacy); \
-                     update the manifest the same way so the next apply does not bring them back"
-                ));
-            }
-            Err(fields) => Some(fields),
-        }
-    } else {
-        None
-    };
-    let not_migrated = unportable.map(|fields| {
-        let fields: Vec<String> = fields
-            .iter()
-            .map(|f| format!("spec.grpcPodConfig.{f}"))
-            .collect();
-        let fields = join_and(&fields);
-        let reason = format!(
-            "{fields} has no place in spec.catalogImageSource.podSpecOverrides, which holds only \
-             nodeSelector, tolerations and priorityClassName"
+    if settings.migrate_legacy
+        && let Ok((member, value)) = legacy.member()
+    {
+        return Judgement::Admitted(
+            Verdict::mutate(migrate(object, member, value)).with_warning(format!(
+                "the deprecated {keys} were rewritten to spec.{member} (migrateLegacy); \
+                 update the manifest the same way so the next apply does not bring them back"
+            )),
         );
-        (fields, reason)
-    });
+    }
+    let lost = unportable(legacy.pod_config());
     if !settings.allow_legacy {
-        let (cannot, remove) = match &not_migrated {
+        // Only reached with migrateLegacy on, for a spec it could not rewrite.
+        let (cannot, remove) = match &lost {
             Some((fields, reason)) => (
                 format!(", and this spec cannot be migrated: {reason}"),
                 format!("remove {fields} and "),
             ),
             None => (String::new(), String::new()),
         };
-        return Verdict::deny(format!(
+        return Judgement::Broken(vec![format!(
             "the deprecated {keys} are not accepted here because allowLegacy is false{cannot}; \
              {remove}write {} instead",
             legacy.replacement_text()
-        ));
+        )]);
     }
-    let warning = format!(
+    if !settings.warn_legacy && !settings.migrate_legacy {
+        // Today's CRD has only the legacy form: it is the normal one.
+        return Judgement::Admitted(Verdict::accept());
+    }
+    let mut warning = format!(
         "the deprecated {keys} configure this catalog; write {} instead",
         legacy.replacement_text()
     );
-    Verdict::accept()
-        .with_warning(warning)
-        .with_warnings(not_migrated.map(|(fields, reason)| {
+    let not_migrated = if settings.migrate_legacy {
+        lost.map(|(fields, reason)| {
             format!("this spec was not migrated: {reason}; remove {fields} to let it be migrated")
-        }))
+        })
+    } else {
+        // Advice never drops a setting silently: say what the member form
+        // cannot hold (the migration says it in its own warning).
+        if let Some((fields, reason)) = lost {
+            warning.push_str(&format!("; but {reason}, so that form would drop {fields}"));
+        }
+        None
+    };
+    Judgement::Admitted(
+        Verdict::accept()
+            .with_warning(warning)
+            .with_warnings(not_migrated),
+    )
 }
 
 /// The object with the deprecated keys replaced by `member`; every other key
@@ -714,6 +977,15 @@ mod tests {
     fn legacy_off() -> Settings {
         Settings {
             allow_legacy: false,
+            warn_legacy: false,
+            migrate_legacy: false,
+        }
+    }
+
+    fn warning() -> Settings {
+        Settings {
+            allow_legacy: true,
+            warn_legacy: true,
             migrate_legacy: false,
         }
     }
@@ -721,6 +993,7 @@ mod tests {
     fn migrating() -> Settings {
         Settings {
             allow_legacy: true,
+            warn_legacy: false,
             migrate_legacy: true,
         }
     }
@@ -728,6 +1001,7 @@ mod tests {
     fn migrating_only() -> Settings {
         Settings {
             allow_legacy: false,
+            warn_legacy: false,
             migrate_legacy: true,
         }
     }
@@ -755,6 +1029,21 @@ mod tests {
         message
     }
 
+    /// A denial whose advice names only fields of the CatalogSource CRD
+    /// clusters run today.
+    #[track_caller]
+    fn assert_legacy_terms(verdict: &Verdict) {
+        let message = denial(verdict);
+        for member in [
+            "catalogImageSource",
+            "catalogServiceSource",
+            "configMapSource",
+        ] {
+            assert!(!message.contains(member), "{member} in: {message}");
+        }
+        assert!(!message.contains("deprecated"), "{message}");
+    }
+
     /// The spec of a mutated object, after checking the mutation leaves the
     /// rest of the object alone.
     #[track_caller]
@@ -778,6 +1067,7 @@ mod tests {
             defaults,
             Settings {
                 allow_legacy: true,
+                warn_legacy: false,
                 migrate_legacy: false
             }
         );
@@ -787,6 +1077,8 @@ mod tests {
             olm_guard_core::settings::parse(&json!({"allowLegacy": false, "migrateLegacy": true}))
                 .unwrap();
         assert_eq!(set, migrating_only());
+        let warn: Settings = olm_guard_core::settings::parse(&json!({"warnLegacy": true})).unwrap();
+        assert_eq!(warn, warning());
     }
 
     #[test]
@@ -820,8 +1112,26 @@ mod tests {
         }
     }
 
+    fn update(object: Value, old: Value, settings: &Settings) -> Verdict {
+        let mut request = request_for("UPDATE", object);
+        request.old_object = old;
+        validate(&request, settings, &NoCluster)
+    }
+
+    /// Objects stored before the policy, each breaking it in its own way.
+    fn stored_invalid_specs() -> Vec<Value> {
+        vec![
+            json!({"sourceType": "grpc"}),
+            json!({"sourceType": "grpc", "image": "quay.io/x:1", "address": "h.ns.svc:50051"}),
+            json!({"sourceType": "grpc", "image": "quay.io/x:1", "configMap": "m"}),
+            json!({"catalogImageSource": {}, "configMapSource": {"configMap": "m"}}),
+            json!({}),
+        ]
+    }
+
     #[test]
-    fn update_is_checked_like_create() {
+    fn an_update_that_writes_a_violation_is_checked_like_create() {
+        // Nothing stored: judged like a CREATE.
         let request = request_for(
             "UPDATE",
             catalog(json!({"catalogImageSource": {}, "configMapSource": {"configMap": "m"}})),
@@ -835,6 +1145,132 @@ mod tests {
         let request = request_for("UPDATE", catalog(operatorhubio_spec()));
         let verdict = validate(&request, &migrating(), &NoCluster);
         assert!(verdict.mutated_object.is_some());
+
+        // A valid stored object: a new violation is denied as on CREATE.
+        let mut broken = operatorhubio_spec();
+        broken["address"] = json!("h.ns.svc:50051");
+        let verdict = update(
+            catalog(broken),
+            catalog(operatorhubio_spec()),
+            &Settings::default(),
+        );
+        assert_contains_all(
+            denial(&verdict),
+            &["spec.address is ignored because spec.image is set"],
+        );
+    }
+
+    #[test]
+    fn a_stored_violation_does_not_freeze_metadata_updates() {
+        for spec in stored_invalid_specs() {
+            let stored = catalog(spec.clone());
+            let mut labelled = stored.clone();
+            labelled["metadata"]["labels"] = json!({"team": "a"});
+            labelled["metadata"]["finalizers"] = json!([]);
+            labelled["metadata"]["annotations"] = json!({
+                "kubectl.kubernetes.io/last-applied-configuration": "{}"
+            });
+            // On its own the object is denied; as an UPDATE of itself it
+            // passes with a warning that says what is still wrong.
+            let created = check(spec.clone());
+            let problems = denial(&created).to_string();
+            for settings in [Settings::default(), legacy_off(), warning(), migrating()] {
+                let verdict = update(labelled.clone(), stored.clone(), &settings);
+                assert!(verdict.allowed, "{spec}: {:?}", verdict.message);
+                assert_eq!(verdict.mutated_object, None);
+                assert_eq!(verdict.warnings.len(), 1, "{:?}", verdict.warnings);
+                assert_contains_all(
+                    &verdict.warnings[0],
+                    &[
+                        "already breaks catalog-union",
+                        "leaves its catalog configuration as it was",
+                        "fix it: ",
+                    ],
+                );
+                assert_no_debug_output(&verdict.warnings[0]);
+            }
+            let verdict = update(labelled, stored, &Settings::default());
+            assert_contains_all(&verdict.warnings[0], &[&problems]);
+        }
+    }
+
+    #[test]
+    fn null_valued_keys_do_not_change_the_configuration() {
+        let stored = catalog(json!({"sourceType": "grpc"}));
+        let nulls = catalog(json!({"sourceType": "grpc", "image": null, "configMapSource": null}));
+        let verdict = update(nulls, stored, &Settings::default());
+        assert!(verdict.allowed, "{:?}", verdict.message);
+        assert_contains_all(&verdict.warnings.join("\n"), &["as it was"]);
+    }
+
+    #[test]
+    fn an_update_that_fixes_part_of_a_stored_violation_is_accepted() {
+        let stored = catalog(json!({
+            "sourceType": "grpc", "image": "quay.io/x:1", "address": "h.ns.svc:50051", "configMap": "m"
+        }));
+        let partly = catalog(
+            json!({"sourceType": "grpc", "image": "quay.io/x:1", "address": "h.ns.svc:50051"}),
+        );
+        let verdict = update(partly, stored.clone(), &Settings::default());
+        assert!(verdict.allowed, "{:?}", verdict.message);
+        assert_contains_all(
+            &verdict.warnings.join("\n"),
+            &[
+                "this update fixes part of what this CatalogSource breaks",
+                "still to fix: spec.address is ignored because spec.image is set",
+            ],
+        );
+        assert!(
+            !verdict
+                .warnings
+                .join("\n")
+                .contains("spec.configMap is ignored")
+        );
+
+        let fixed = catalog(json!({"sourceType": "grpc", "image": "quay.io/x:1"}));
+        assert_clean_accept(&update(fixed, stored, &Settings::default()));
+    }
+
+    #[test]
+    fn an_update_that_adds_a_violation_to_a_stored_one_is_denied() {
+        let stored = catalog(
+            json!({"sourceType": "grpc", "image": "quay.io/x:1", "address": "h.ns.svc:50051"}),
+        );
+        // A new problem beside the stored one.
+        let worse = catalog(json!({
+            "sourceType": "grpc", "image": "quay.io/x:1", "address": "h.ns.svc:50051", "configMap": "m"
+        }));
+        let message = denial(&update(worse, stored.clone(), &Settings::default())).to_string();
+        assert_contains_all(
+            &message,
+            &["spec.configMap is ignored", "spec.address is ignored"],
+        );
+        // A different problem instead of the stored one.
+        let other = catalog(json!({"sourceType": "configmap", "configMap": "m", "image": "i"}));
+        let message = denial(&update(other, stored, &Settings::default())).to_string();
+        assert_contains_all(&message, &["spec.image is ignored with spec.sourceType"]);
+    }
+
+    #[test]
+    fn an_unreadable_or_missing_old_object_means_nothing_stored() {
+        let broken = catalog(json!({"sourceType": "grpc"}));
+        for old in [
+            Value::Null,
+            json!("x"),
+            json!([1]),
+            json!({"spec": "grpc"}),
+            json!({"spec": {"catalogImageSource": ["i"]}}),
+        ] {
+            let verdict = update(broken.clone(), old.clone(), &Settings::default());
+            assert_contains_all(denial(&verdict), &["alone names no catalog"]);
+        }
+    }
+
+    #[test]
+    fn an_unreadable_new_object_is_a_bad_request_even_when_the_stored_one_broke() {
+        let stored = catalog(json!({"sourceType": "grpc"}));
+        let verdict = update(catalog(json!("grpc")), stored, &Settings::default());
+        assert_eq!(verdict.code, Some(400));
     }
 
     // Unreadable input.
@@ -860,12 +1296,25 @@ mod tests {
             (json!(7), "a number"),
             (json!(true), "a boolean"),
         ] {
-            let verdict = check(spec);
+            let verdict = check_with(spec.clone(), &warning());
             assert_eq!(verdict.code, Some(400));
             assert_contains_all(
                 denial(&verdict),
                 &["spec must be an object", kind, "catalogImageSource"],
             );
+            // Today's CRD has no union members: the default names the
+            // legacy fields only.
+            let verdict = check(spec);
+            assert_eq!(verdict.code, Some(400));
+            let message = denial(&verdict);
+            assert_contains_all(
+                message,
+                &[
+                    "spec must be an object holding sourceType and one of image, address or configMap",
+                    kind,
+                ],
+            );
+            assert!(!message.contains("catalogImageSource"), "{message}");
         }
     }
 
@@ -1006,7 +1455,7 @@ mod tests {
             Value::Null,
             json!({"displayName": "x", "priority": 3}),
         ] {
-            let message = denial(&check(spec)).to_string();
+            let message = denial(&check_with(spec.clone(), &warning())).to_string();
             assert_contains_all(
                 &message,
                 &[
@@ -1017,6 +1466,7 @@ mod tests {
                     "spec.configMapSource.configMap",
                 ],
             );
+            assert_legacy_terms(&check(spec));
         }
         let mut object = catalog(json!({}));
         object.as_object_mut().unwrap().remove("spec");
@@ -1056,7 +1506,7 @@ mod tests {
 
     #[test]
     fn incomplete_legacy_keys_are_explained_when_nothing_is_configured() {
-        let message = denial(&check(json!({"image": "quay.io/x:1"}))).to_string();
+        let message = denial(&check_with(json!({"image": "quay.io/x:1"}), &warning())).to_string();
         assert_contains_all(
             &message,
             &[
@@ -1073,8 +1523,11 @@ mod tests {
             &["oneOf", "spec.sourceType \"grpc\" alone names no catalog"],
         );
 
-        let message =
-            denial(&check(json!({"grpcPodConfig": {"priorityClassName": "p"}}))).to_string();
+        let message = denial(&check_with(
+            json!({"grpcPodConfig": {"priorityClassName": "p"}}),
+            &warning(),
+        ))
+        .to_string();
         assert_contains_all(
             &message,
             &[
@@ -1084,6 +1537,129 @@ mod tests {
             ],
         );
         assert!(!message.contains("no spec.sourceType"), "{message}");
+    }
+
+    #[test]
+    fn incomplete_legacy_keys_are_explained_in_legacy_terms_by_default() {
+        for (spec, parts) in [
+            (
+                json!({"image": "quay.io/x:1"}),
+                vec![
+                    "configures none (spec.image has no spec.sourceType, so no catalog is \
+                     configured; add spec.sourceType: grpc for spec.image)",
+                ],
+            ),
+            (
+                json!({"configMap": "m"}),
+                vec!["add spec.sourceType: configmap for spec.configMap"],
+            ),
+            (
+                json!({"address": "h:1", "configMap": "m"}),
+                vec![
+                    "add spec.sourceType: grpc for spec.address and spec.sourceType: configmap \
+                     for spec.configMap and keep only one of them",
+                ],
+            ),
+            (
+                json!({"grpcPodConfig": {"priorityClassName": "p"}}),
+                vec![
+                    "spec.grpcPodConfig only tunes the registry pod of spec.sourceType: grpc \
+                     with spec.image and names no catalog",
+                ],
+            ),
+            (
+                json!({"sourceType": "grpc"}),
+                vec!["spec.sourceType \"grpc\" alone names no catalog"],
+            ),
+            (
+                json!({"sourceType": "grpc", "configMap": "m"}),
+                vec![
+                    "spec.sourceType \"grpc\" needs spec.image (an operator-registry image) or spec.address",
+                ],
+            ),
+            (
+                json!({"sourceType": "configmap", "image": "i"}),
+                vec![
+                    "spec.sourceType \"configmap\" needs spec.configMap (the name of the ConfigMap",
+                ],
+            ),
+            (
+                json!({"sourceType": "oci", "image": "i"}),
+                vec![
+                    "OLM accepts only \"grpc\", \"configmap\", \"internal\"; set spec.sourceType: grpc with spec.image",
+                ],
+            ),
+        ] {
+            let verdict = check(spec.clone());
+            assert_contains_all(denial(&verdict), &parts);
+            assert_legacy_terms(&verdict);
+        }
+    }
+
+    #[test]
+    fn a_union_member_in_the_object_allows_union_advice() {
+        let message = denial(&check(json!({
+            "catalogImageSource": {"catalogImage": "i"}, "grpcPodConfig": {"nodeSelector": {}}
+        })))
+        .to_string();
+        assert_contains_all(&message, &["spec.catalogImageSource.podSpecOverrides"]);
+    }
+
+    #[test]
+    fn advice_to_move_grpc_pod_config_names_what_the_member_cannot_hold() {
+        let config = json!({"securityContextConfig": "restricted", "memoryTarget": "30Mi", "nodeSelector": {"a": "b"}});
+        let lost = "spec.grpcPodConfig.securityContextConfig and spec.grpcPodConfig.memoryTarget \
+                    has no place in spec.catalogImageSource.podSpecOverrides";
+        // Beside a member.
+        let message = denial(&check(
+            json!({"catalogImageSource": {"catalogImage": "i"}, "grpcPodConfig": config}),
+        ))
+        .to_string();
+        assert_contains_all(
+            &message,
+            &[
+                "its replacement is spec.catalogImageSource.podSpecOverrides, but",
+                lost,
+            ],
+        );
+        // Alone, in union terms.
+        let message = denial(&check_with(json!({"grpcPodConfig": config}), &warning())).to_string();
+        assert_contains_all(&message, &["goes beside", lost]);
+        // allowLegacy: false names the replacement of each key.
+        let message = denial(&check_with(
+            json!({"sourceType": "grpc", "image": "i", "grpcPodConfig": config}),
+            &legacy_off(),
+        ))
+        .to_string();
+        assert_contains_all(
+            &message,
+            &[
+                "spec.grpcPodConfig with spec.catalogImageSource.podSpecOverrides (",
+                lost,
+            ],
+        );
+        // The legacy warning.
+        let verdict = check_with(
+            json!({"sourceType": "grpc", "image": "i", "grpcPodConfig": config}),
+            &warning(),
+        );
+        assert!(verdict.allowed);
+        assert_eq!(verdict.warnings.len(), 1, "{:?}", verdict.warnings);
+        assert_contains_all(
+            &verdict.warnings[0],
+            &[
+                "write spec.catalogImageSource.catalogImage: \"i\" instead; but",
+                lost,
+                "so that form would drop spec.grpcPodConfig.securityContextConfig and \
+                 spec.grpcPodConfig.memoryTarget",
+            ],
+        );
+        // Nothing to lose, nothing said.
+        let message = denial(&check(json!({
+            "catalogImageSource": {"catalogImage": "i"}, "grpcPodConfig": {"nodeSelector": {"a": "b"}}
+        })))
+        .to_string();
+        assert!(!message.contains("has no place"), "{message}");
     }
 
     // Rule 3.
@@ -1206,7 +1782,11 @@ mod tests {
             ],
         );
 
-        let message = denial(&check(json!({"sourceType": "oci", "image": "i"}))).to_string();
+        let message = denial(&check_with(
+            json!({"sourceType": "oci", "image": "i"}),
+            &warning(),
+        ))
+        .to_string();
         assert_contains_all(
             &message,
             &[
@@ -1314,7 +1894,22 @@ mod tests {
     // Rule 5.
 
     #[test]
-    fn legacy_sources_are_accepted_with_a_warning_naming_the_replacement() {
+    fn legacy_sources_are_accepted_without_warning_by_default() {
+        for spec in [
+            operatorhubio_spec(),
+            json!({"sourceType": "grpc", "image": "i:1", "grpcPodConfig": {"nodeSelector": {"a": "b"}, "securityContextConfig": "restricted", "memoryTarget": "30Mi", "extractContent": {"catalogDir": "/configs", "cacheDir": "/tmp/cache"}}}),
+            json!({"sourceType": "grpc", "address": "h.ns.svc:50051"}),
+            json!({"sourceType": "configmap", "configMap": "m"}),
+            json!({"sourceType": "internal", "configMap": "m"}),
+        ] {
+            assert_clean_accept(&check(spec.clone()));
+            let object = catalog(spec);
+            assert_clean_accept(&update(object.clone(), object, &Settings::default()));
+        }
+    }
+
+    #[test]
+    fn warn_legacy_warns_about_legacy_sources_naming_the_replacement() {
         for (spec, deprecated, replacement) in [
             (
                 operatorhubio_spec(),
@@ -1342,7 +1937,7 @@ mod tests {
                 "spec.configMapSource: {\"configMap\":\"m\"}",
             ),
         ] {
-            let verdict = check(spec);
+            let verdict = check_with(spec, &warning());
             assert!(verdict.allowed, "{:?}", verdict.message);
             assert_eq!(verdict.mutated_object, None);
             assert_eq!(verdict.warnings.len(), 1, "{:?}", verdict.warnings);
@@ -1575,6 +2170,7 @@ mod tests {
         let settings = [
             Settings::default(),
             legacy_off(),
+            warning(),
             migrating(),
             migrating_only(),
         ];

@@ -20,8 +20,9 @@
 //!    `catalogImageSource.catalogImage`, a `catalogServiceSource.address` of
 //!    the form host:port (port 1-65535), a non-empty
 //!    `configMapSource.configMap` (and likewise for the legacy fields).
-//! 5. An accepted legacy CatalogSource gets a warning naming the field to
-//!    use instead.
+//! 5. A valid legacy CatalogSource is accepted, by default with no warning
+//!    (it is the only form today's CRD has); with `warnLegacy: true` it gets
+//!    a warning naming the field to use instead.
 //! 6. With `migrateLegacy: true`, a valid legacy spec is rewritten to the new
 //!    field (`image` + `grpcPodConfig` become `catalogImageSource` with
 //!    `podSpecOverrides`, `address` becomes `catalogServiceSource`,
@@ -29,6 +30,10 @@
 //!    removed. A `grpcPodConfig` with fields `podSpecOverrides` cannot hold
 //!    (`affinity`, `securityContextConfig`, `extractContent`,
 //!    `memoryTarget`) is left as it is, with a warning saying why.
+//!
+//! 7. An UPDATE of an object that already breaks these rules is allowed
+//!    with a warning when it leaves the catalog configuration as it was or
+//!    fixes part of it.
 //!
 //! A field of the wrong JSON type (e.g. `catalogImageSource: "img"`) is
 //! rejected naming its path.
