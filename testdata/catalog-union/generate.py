@@ -35,7 +35,8 @@ for entry in PREVIOUS:
 GENERATED = []
 
 # operatorhubio-catalog exactly as OLM's quickstart ships it
-# (realworld/olm/quickstart-olm.yaml, operator-framework/operator-lifecycle-manager deploy/upstream/quickstart/olm.yaml).
+# (operator-framework/operator-lifecycle-manager deploy/upstream/quickstart/olm.yaml, also in
+# realworld/olm-quickstart-operatorhubio-catalog.yaml beside this script).
 OPERATORHUBIO = {
     "apiVersion": "operators.coreos.com/v1alpha1",
     "kind": "CatalogSource",
@@ -121,11 +122,11 @@ LEGACY_HOW = ("set spec.sourceType: grpc with spec.image (an operator-registry i
 # ---- rules 1 and 2: the alternatives ----
 IMAGE_MEMBER = {"catalogImage": "quay.io/operatorhubio/catalog:latest", "podSpecOverrides": {"nodeSelector": {"label": "value"}}}
 scenario("r2-image-source-accepted", review(member(catalogImageSource=IMAGE_MEMBER)),
-         "rule 2: the seed's own catalogImageSource example alone is one alternative", **CLEAN)
+         "rule 2: the enhancement's own catalogImageSource example alone is one alternative", **CLEAN)
 scenario("r2-service-source-accepted", review(member(catalogServiceSource={"address": "operatorhubio-catalog.olm.svc:50051"})),
          "rule 2: catalogServiceSource alone with host:port", **CLEAN)
 scenario("r2-configmap-source-accepted", review(member(configMapSource={"configMap": "somemap"})),
-         "rule 2: the seed's configMapSource example alone", **CLEAN)
+         "rule 2: the enhancement's configMapSource example alone", **CLEAN)
 scenario("r2-two-members-denied", review(member(catalogImageSource=IMAGE_MEMBER, catalogServiceSource={"address": "operatorhubio-catalog.olm.svc:50051"})),
          "rule 2: two union members are two alternatives; the message names both",
          message_contains="(oneOf) but configures 2: spec.catalogImageSource and spec.catalogServiceSource; keep one of them", **DENY)
@@ -215,7 +216,7 @@ scenario("r4-empty-catalogimage-denied", review(member(catalogImageSource={"cata
 scenario("r4-missing-catalogimage-denied", review(member(catalogImageSource={"podSpecOverrides": {"nodeSelector": {"label": "value"}}})),
          "rule 4: catalogImage must be set", message_contains="spec.catalogImageSource.catalogImage is missing", **DENY)
 scenario("r4-address-without-port-denied", review(member(catalogServiceSource={"address": "some.namespace.svc"})),
-         "rule 4: the seed's own example address has no port; OLM could not dial it",
+         "rule 4: the enhancement's own example address has no port; OLM could not dial it",
          message_contains="spec.catalogServiceSource.address \"some.namespace.svc\" is not host:port (the port is missing)", **DENY)
 scenario("r4-address-port-out-of-range-denied", review(member(catalogServiceSource={"address": "operatorhubio-catalog.olm.svc:70000"})),
          "rule 4: port above 65535", message_contains="the port 70000 is outside 1-65535", **DENY)

@@ -32,7 +32,7 @@ pub(super) enum Legacy<'a> {
     ConfigMap(&'a str),
 }
 
-/// One alternative of the seed's `oneOf`.
+/// One alternative of the enhancement's `oneOf`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Alternative {
     ImageSource,
@@ -67,7 +67,8 @@ pub(super) fn judge(
     }
 }
 
-/// Rule 1: presence only, as the seed's `required` lists test it.
+/// Rule 1: presence only, as the `required` lists of the enhancement's
+/// `oneOf` test it.
 pub(super) fn alternatives(spec: &CatalogSourceSpec, legacy_counts: bool) -> Vec<Alternative> {
     let legacy = legacy_counts
         && spec.source_type.is_some()

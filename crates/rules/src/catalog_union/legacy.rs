@@ -51,7 +51,7 @@ impl Legacy<'_> {
     }
 
     /// Rule 6: the member key and value, or the `grpcPodConfig` fields the
-    /// seed's `podSpecOverrides` cannot hold.
+    /// proposed `podSpecOverrides` cannot hold.
     fn member(&self) -> Result<(&'static str, Value), Vec<&'static str>> {
         let (key, value) = match self {
             Legacy::Image { image, pod_config } => {

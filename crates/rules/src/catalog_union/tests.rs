@@ -2,9 +2,11 @@
 use super::*;
 use crate::testing::{admission_request, assert_contains_all, assert_no_debug_output};
 use olm_guard_core::NoCluster;
+use rstest::rstest;
 use serde_json::json;
 
-/// `operatorhubio-catalog` from OLM's quickstart (realworld/olm/quickstart-olm.yaml).
+/// `operatorhubio-catalog` from OLM's quickstart
+/// (testdata/catalog-union/realworld/olm-quickstart-operatorhubio-catalog.yaml).
 fn operatorhubio_spec() -> Value {
     json!({
         "sourceType": "grpc",
@@ -191,17 +193,6 @@ fn update(object: Value, old: Value, settings: &Settings) -> Verdict {
     validate(&request, settings, &NoCluster)
 }
 
-/// Objects stored before the policy, each breaking it in its own way.
-fn stored_invalid_specs() -> Vec<Value> {
-    vec![
-        json!({"sourceType": "grpc"}),
-        json!({"sourceType": "grpc", "image": "quay.io/x:1", "address": "h.ns.svc:50051"}),
-        json!({"sourceType": "grpc", "image": "quay.io/x:1", "configMap": "m"}),
-        json!({"catalogImageSource": {}, "configMapSource": {"configMap": "m"}}),
-        json!({}),
-    ]
-}
-
 #[test]
 fn an_update_that_writes_a_violation_is_checked_like_create() {
     // Nothing stored: judged like a CREATE.
@@ -233,38 +224,46 @@ fn an_update_that_writes_a_violation_is_checked_like_create() {
     );
 }
 
-#[test]
-fn a_stored_violation_does_not_freeze_metadata_updates() {
-    for spec in stored_invalid_specs() {
-        let stored = catalog(spec.clone());
-        let mut labelled = stored.clone();
-        labelled["metadata"]["labels"] = json!({"team": "a"});
-        labelled["metadata"]["finalizers"] = json!([]);
-        labelled["metadata"]["annotations"] = json!({
-            "kubectl.kubernetes.io/last-applied-configuration": "{}"
-        });
-        // On its own the object is denied; as an UPDATE of itself it
-        // passes with a warning that says what is still wrong.
-        let created = check(spec.clone());
-        let problems = denial(&created).to_string();
-        for settings in [Settings::default(), legacy_off(), warning(), migrating()] {
-            let verdict = update(labelled.clone(), stored.clone(), &settings);
-            assert!(verdict.allowed, "{spec}: {:?}", verdict.message);
-            assert_eq!(verdict.mutated_object, None);
-            assert_eq!(verdict.warnings.len(), 1, "{:?}", verdict.warnings);
-            assert_contains_all(
-                &verdict.warnings[0],
-                &[
-                    "already breaks catalog-union",
-                    "leaves its catalog configuration as it was",
-                    "fix it: ",
-                ],
-            );
-            assert_no_debug_output(&verdict.warnings[0]);
-        }
-        let verdict = update(labelled, stored, &Settings::default());
-        assert_contains_all(&verdict.warnings[0], &[&problems]);
+/// Objects stored before the policy, each breaking it in its own way.
+#[rstest]
+#[case::grpc_alone(json!({"sourceType": "grpc"}))]
+#[case::image_and_address(
+    json!({"sourceType": "grpc", "image": "quay.io/x:1", "address": "h.ns.svc:50051"})
+)]
+#[case::config_map_with_grpc(
+    json!({"sourceType": "grpc", "image": "quay.io/x:1", "configMap": "m"})
+)]
+#[case::two_members(json!({"catalogImageSource": {}, "configMapSource": {"configMap": "m"}}))]
+#[case::empty(json!({}))]
+fn a_stored_violation_does_not_freeze_metadata_updates(#[case] spec: Value) {
+    let stored = catalog(spec.clone());
+    let mut labelled = stored.clone();
+    labelled["metadata"]["labels"] = json!({"team": "a"});
+    labelled["metadata"]["finalizers"] = json!([]);
+    labelled["metadata"]["annotations"] = json!({
+        "kubectl.kubernetes.io/last-applied-configuration": "{}"
+    });
+    // On its own the object is denied; as an UPDATE of itself it
+    // passes with a warning that says what is still wrong.
+    let created = check(spec.clone());
+    let problems = denial(&created).to_string();
+    for settings in [Settings::default(), legacy_off(), warning(), migrating()] {
+        let verdict = update(labelled.clone(), stored.clone(), &settings);
+        assert!(verdict.allowed, "{spec}: {:?}", verdict.message);
+        assert_eq!(verdict.mutated_object, None);
+        assert_eq!(verdict.warnings.len(), 1, "{:?}", verdict.warnings);
+        assert_contains_all(
+            &verdict.warnings[0],
+            &[
+                "already breaks catalog-union",
+                "leaves its catalog configuration as it was",
+                "fix it: ",
+            ],
+        );
+        assert_no_debug_output(&verdict.warnings[0]);
     }
+    let verdict = update(labelled, stored, &Settings::default());
+    assert_contains_all(&verdict.warnings[0], &[&problems]);
 }
 
 #[test]
@@ -322,19 +321,16 @@ fn an_update_that_adds_a_violation_to_a_stored_one_is_denied() {
     assert_contains_all(&message, &["spec.image is ignored with spec.sourceType"]);
 }
 
-#[test]
-fn an_unreadable_or_missing_old_object_means_nothing_stored() {
+#[rstest]
+#[case::missing(Value::Null)]
+#[case::a_string(json!("x"))]
+#[case::a_list(json!([1]))]
+#[case::spec_not_an_object(json!({"spec": "grpc"}))]
+#[case::spec_of_the_wrong_type(json!({"spec": {"catalogImageSource": ["i"]}}))]
+fn an_unreadable_or_missing_old_object_means_nothing_stored(#[case] old: Value) {
     let broken = catalog(json!({"sourceType": "grpc"}));
-    for old in [
-        Value::Null,
-        json!("x"),
-        json!([1]),
-        json!({"spec": "grpc"}),
-        json!({"spec": {"catalogImageSource": ["i"]}}),
-    ] {
-        let verdict = update(broken.clone(), old.clone(), &Settings::default());
-        assert_contains_all(denial(&verdict), &["alone names no catalog"]);
-    }
+    let verdict = update(broken, old, &Settings::default());
+    assert_contains_all(denial(&verdict), &["alone names no catalog"]);
 }
 
 #[test]
@@ -359,34 +355,31 @@ fn a_missing_object_is_a_bad_request() {
     assert_eq!(verdict.code, Some(400));
 }
 
-#[test]
-fn a_spec_that_is_not_an_object_is_a_bad_request() {
-    for (spec, kind) in [
-        (json!("grpc"), "a string"),
-        (json!([1]), "a list"),
-        (json!(7), "a number"),
-        (json!(true), "a boolean"),
-    ] {
-        let verdict = check_with(spec.clone(), &warning());
-        assert_eq!(verdict.code, Some(400));
-        assert_contains_all(
-            denial(&verdict),
-            &["spec must be an object", kind, "catalogImageSource"],
-        );
-        // Today's CRD has no union members: the default names the
-        // legacy fields only.
-        let verdict = check(spec);
-        assert_eq!(verdict.code, Some(400));
-        let message = denial(&verdict);
-        assert_contains_all(
-            message,
-            &[
-                "spec must be an object holding sourceType and one of image, address or configMap",
-                kind,
-            ],
-        );
-        assert!(!message.contains("catalogImageSource"), "{message}");
-    }
+#[rstest]
+#[case::a_string(json!("grpc"), "a string")]
+#[case::a_list(json!([1]), "a list")]
+#[case::a_number(json!(7), "a number")]
+#[case::a_boolean(json!(true), "a boolean")]
+fn a_spec_that_is_not_an_object_is_a_bad_request(#[case] spec: Value, #[case] kind: &str) {
+    let verdict = check_with(spec.clone(), &warning());
+    assert_eq!(verdict.code, Some(400));
+    assert_contains_all(
+        denial(&verdict),
+        &["spec must be an object", kind, "catalogImageSource"],
+    );
+    // Today's CRD has no union members: the default names the
+    // legacy fields only.
+    let verdict = check(spec);
+    assert_eq!(verdict.code, Some(400));
+    let message = denial(&verdict);
+    assert_contains_all(
+        message,
+        &[
+            "spec must be an object holding sourceType and one of image, address or configMap",
+            kind,
+        ],
+    );
+    assert!(!message.contains("catalogImageSource"), "{message}");
 }
 
 #[test]
@@ -519,26 +512,27 @@ fn a_member_beside_a_complete_legacy_source_is_two_alternatives() {
     );
 }
 
+#[rstest]
+#[case::empty(json!({}))]
+#[case::null(Value::Null)]
+#[case::display_fields_only(json!({"displayName": "x", "priority": 3}))]
+fn no_alternative_is_denied_saying_none_and_how_to_fix(#[case] spec: Value) {
+    let message = denial(&check_with(spec.clone(), &warning())).to_string();
+    assert_contains_all(
+        &message,
+        &[
+            "oneOf",
+            "configures none",
+            "spec.catalogImageSource.catalogImage",
+            "spec.catalogServiceSource.address",
+            "spec.configMapSource.configMap",
+        ],
+    );
+    assert_legacy_terms(&check(spec));
+}
+
 #[test]
-fn no_alternative_is_denied_saying_none_and_how_to_fix() {
-    for spec in [
-        json!({}),
-        Value::Null,
-        json!({"displayName": "x", "priority": 3}),
-    ] {
-        let message = denial(&check_with(spec.clone(), &warning())).to_string();
-        assert_contains_all(
-            &message,
-            &[
-                "oneOf",
-                "configures none",
-                "spec.catalogImageSource.catalogImage",
-                "spec.catalogServiceSource.address",
-                "spec.configMapSource.configMap",
-            ],
-        );
-        assert_legacy_terms(&check(spec));
-    }
+fn a_missing_spec_configures_none() {
     let mut object = catalog(json!({}));
     object.as_object_mut().unwrap().remove("spec");
     let verdict = validate(
@@ -610,59 +604,50 @@ fn incomplete_legacy_keys_are_explained_when_nothing_is_configured() {
     assert!(!message.contains("no spec.sourceType"), "{message}");
 }
 
-#[test]
-fn incomplete_legacy_keys_are_explained_in_legacy_terms_by_default() {
-    for (spec, parts) in [
-        (
-            json!({"image": "quay.io/x:1"}),
-            vec![
-                "configures none (spec.image has no spec.sourceType, so no catalog is \
-                 configured; add spec.sourceType: grpc for spec.image)",
-            ],
-        ),
-        (
-            json!({"configMap": "m"}),
-            vec!["add spec.sourceType: configmap for spec.configMap"],
-        ),
-        (
-            json!({"address": "h:1", "configMap": "m"}),
-            vec![
-                "add spec.sourceType: grpc for spec.address and spec.sourceType: configmap \
-                 for spec.configMap and keep only one of them",
-            ],
-        ),
-        (
-            json!({"grpcPodConfig": {"priorityClassName": "p"}}),
-            vec![
-                "spec.grpcPodConfig only tunes the registry pod of spec.sourceType: grpc \
-                 with spec.image and names no catalog",
-            ],
-        ),
-        (
-            json!({"sourceType": "grpc"}),
-            vec!["spec.sourceType \"grpc\" alone names no catalog"],
-        ),
-        (
-            json!({"sourceType": "grpc", "configMap": "m"}),
-            vec![
-                "spec.sourceType \"grpc\" needs spec.image (an operator-registry image) or spec.address",
-            ],
-        ),
-        (
-            json!({"sourceType": "configmap", "image": "i"}),
-            vec!["spec.sourceType \"configmap\" needs spec.configMap (the name of the ConfigMap"],
-        ),
-        (
-            json!({"sourceType": "oci", "image": "i"}),
-            vec![
-                "OLM accepts only \"grpc\", \"configmap\", \"internal\"; set spec.sourceType: grpc with spec.image",
-            ],
-        ),
-    ] {
-        let verdict = check(spec.clone());
-        assert_contains_all(denial(&verdict), &parts);
-        assert_legacy_terms(&verdict);
-    }
+#[rstest]
+#[case::image_without_source_type(
+    json!({"image": "quay.io/x:1"}),
+    "configures none (spec.image has no spec.sourceType, so no catalog is configured; add \
+     spec.sourceType: grpc for spec.image)"
+)]
+#[case::config_map_without_source_type(
+    json!({"configMap": "m"}),
+    "add spec.sourceType: configmap for spec.configMap"
+)]
+#[case::two_sources_without_source_type(
+    json!({"address": "h:1", "configMap": "m"}),
+    "add spec.sourceType: grpc for spec.address and spec.sourceType: configmap for \
+     spec.configMap and keep only one of them"
+)]
+#[case::grpc_pod_config_alone(
+    json!({"grpcPodConfig": {"priorityClassName": "p"}}),
+    "spec.grpcPodConfig only tunes the registry pod of spec.sourceType: grpc with spec.image \
+     and names no catalog"
+)]
+#[case::source_type_alone(
+    json!({"sourceType": "grpc"}),
+    "spec.sourceType \"grpc\" alone names no catalog"
+)]
+#[case::grpc_without_image_or_address(
+    json!({"sourceType": "grpc", "configMap": "m"}),
+    "spec.sourceType \"grpc\" needs spec.image (an operator-registry image) or spec.address"
+)]
+#[case::configmap_without_config_map(
+    json!({"sourceType": "configmap", "image": "i"}),
+    "spec.sourceType \"configmap\" needs spec.configMap (the name of the ConfigMap"
+)]
+#[case::unknown_source_type(
+    json!({"sourceType": "oci", "image": "i"}),
+    "OLM accepts only \"grpc\", \"configmap\", \"internal\"; set spec.sourceType: grpc with \
+     spec.image"
+)]
+fn incomplete_legacy_keys_are_explained_in_legacy_terms_by_default(
+    #[case] spec: Value,
+    #[case] part: &str,
+) {
+    let verdict = check(spec);
+    assert_contains_all(denial(&verdict), &[part]);
+    assert_legacy_terms(&verdict);
 }
 
 #[test]
@@ -733,45 +718,38 @@ fn advice_to_move_grpc_pod_config_names_what_the_member_cannot_hold() {
 
 // Rule 3.
 
-#[test]
-fn each_deprecated_key_beside_a_member_is_named() {
-    for (key, value, replacement) in [
-        ("sourceType", json!("grpc"), None),
-        (
-            "image",
-            json!("quay.io/x:1"),
-            Some("spec.catalogImageSource.catalogImage"),
-        ),
-        (
-            "address",
-            json!("h:1"),
-            Some("spec.catalogServiceSource.address"),
-        ),
-        (
-            "configMap",
-            json!("m"),
-            Some("spec.configMapSource.configMap"),
-        ),
-        (
-            "grpcPodConfig",
-            json!({"priorityClassName": "p"}),
-            Some("spec.catalogImageSource.podSpecOverrides"),
-        ),
-    ] {
-        let mut spec = json!({"catalogImageSource": {"catalogImage": "quay.io/x:1"}});
-        spec[key] = value;
-        let message = denial(&check(spec)).to_string();
-        assert_contains_all(
-            &message,
-            &[&format!(
-                "spec.{key} is deprecated and OLM ignores it beside spec.catalogImageSource: remove it"
-            )],
-        );
-        if let Some(replacement) = replacement {
-            assert_contains_all(&message, &[replacement]);
-        }
-        assert!(!message.contains("oneOf"), "{message}");
+#[rstest]
+#[case::source_type("sourceType", json!("grpc"), None)]
+#[case::image(
+    "image",
+    json!("quay.io/x:1"),
+    Some("spec.catalogImageSource.catalogImage")
+)]
+#[case::address("address", json!("h:1"), Some("spec.catalogServiceSource.address"))]
+#[case::config_map("configMap", json!("m"), Some("spec.configMapSource.configMap"))]
+#[case::grpc_pod_config(
+    "grpcPodConfig",
+    json!({"priorityClassName": "p"}),
+    Some("spec.catalogImageSource.podSpecOverrides")
+)]
+fn each_deprecated_key_beside_a_member_is_named(
+    #[case] key: &str,
+    #[case] value: Value,
+    #[case] replacement: Option<&str>,
+) {
+    let mut spec = json!({"catalogImageSource": {"catalogImage": "quay.io/x:1"}});
+    spec[key] = value;
+    let message = denial(&check(spec)).to_string();
+    assert_contains_all(
+        &message,
+        &[&format!(
+            "spec.{key} is deprecated and OLM ignores it beside spec.catalogImageSource: remove it"
+        )],
+    );
+    if let Some(replacement) = replacement {
+        assert_contains_all(&message, &[replacement]);
     }
+    assert!(!message.contains("oneOf"), "{message}");
 }
 
 #[test]
@@ -814,21 +792,28 @@ fn config_map_with_grpc_is_named() {
     );
 }
 
+#[rstest]
+#[case::configmap_image("configmap", "image")]
+#[case::configmap_address("configmap", "address")]
+#[case::internal_image("internal", "image")]
+#[case::internal_address("internal", "address")]
+fn image_or_address_with_configmap_or_internal_is_named(
+    #[case] source_type: &str,
+    #[case] key: &str,
+) {
+    let mut spec = json!({"sourceType": source_type, "configMap": "m"});
+    spec[key] = json!("h:1");
+    let message = denial(&check(spec)).to_string();
+    assert_contains_all(
+        &message,
+        &[&format!(
+            "spec.{key} is ignored with spec.sourceType \"{source_type}\""
+        )],
+    );
+}
+
 #[test]
-fn image_or_address_with_configmap_or_internal_is_named() {
-    for source_type in ["configmap", "internal"] {
-        for key in ["image", "address"] {
-            let mut spec = json!({"sourceType": source_type, "configMap": "m"});
-            spec[key] = json!("h:1");
-            let message = denial(&check(spec)).to_string();
-            assert_contains_all(
-                &message,
-                &[&format!(
-                    "spec.{key} is ignored with spec.sourceType \"{source_type}\""
-                )],
-            );
-        }
-    }
+fn image_with_configmap_and_no_config_map_names_both() {
     let message = denial(&check(json!({"sourceType": "configmap", "image": "i"}))).to_string();
     assert_contains_all(
         &message,
@@ -871,23 +856,17 @@ fn an_unknown_source_type_is_named_with_the_known_ones() {
 
 // Rule 4.
 
-#[test]
-fn an_image_member_must_name_an_image() {
-    for (member, what) in [
-        (json!({}), "missing"),
-        (json!({"catalogImage": ""}), "empty"),
-        (json!({"catalogImage": "  "}), "empty"),
-        (
-            json!({"catalogImage": null, "podSpecOverrides": {}}),
-            "missing",
-        ),
-    ] {
-        let message = denial(&check(json!({"catalogImageSource": member}))).to_string();
-        assert_contains_all(
-            &message,
-            &[&format!("spec.catalogImageSource.catalogImage is {what}")],
-        );
-    }
+#[rstest]
+#[case::no_image(json!({}), "missing")]
+#[case::empty_image(json!({"catalogImage": ""}), "empty")]
+#[case::blank_image(json!({"catalogImage": "  "}), "empty")]
+#[case::null_image(json!({"catalogImage": null, "podSpecOverrides": {}}), "missing")]
+fn an_image_member_must_name_an_image(#[case] member: Value, #[case] what: &str) {
+    let message = denial(&check(json!({"catalogImageSource": member}))).to_string();
+    assert_contains_all(
+        &message,
+        &[&format!("spec.catalogImageSource.catalogImage is {what}")],
+    );
 }
 
 #[test]
@@ -897,7 +876,7 @@ fn a_service_member_needs_host_and_port() {
         &message,
         &["spec.catalogServiceSource.address is missing", "host:port"],
     );
-    // The seed's own example has no port: OLM could not dial it.
+    // The enhancement's own example has no port: OLM could not dial it.
     let message = denial(&check(
         json!({"catalogServiceSource": {"address": "some.namespace.svc"}}),
     ))
@@ -909,20 +888,26 @@ fn a_service_member_needs_host_and_port() {
             "port is missing",
         ],
     );
-    for port in ["0", "65536", "70000", "http"] {
-        let address = format!("registry.olm.svc:{port}");
-        let message = denial(&check(
-            json!({"catalogServiceSource": {"address": address}}),
-        ))
-        .to_string();
-        assert_contains_all(&message, &[&format!("\"{address}\" is not host:port")]);
-    }
     assert_clean_accept(&check(
         json!({"catalogServiceSource": {"address": "[fd00::1]:65535"}}),
     ));
     assert_clean_accept(&check(
         json!({"catalogServiceSource": {"address": "10.96.0.10:1"}}),
     ));
+}
+
+#[rstest]
+#[case::zero("0")]
+#[case::above_range("65536")]
+#[case::far_above_range("70000")]
+#[case::not_a_number("http")]
+fn a_service_member_port_must_be_a_port(#[case] port: &str) {
+    let address = format!("registry.olm.svc:{port}");
+    let message = denial(&check(
+        json!({"catalogServiceSource": {"address": address}}),
+    ))
+    .to_string();
+    assert_contains_all(&message, &[&format!("\"{address}\" is not host:port")]);
 }
 
 #[test]
@@ -960,63 +945,67 @@ fn all_problems_of_one_spec_are_reported_together() {
 
 // Rule 5.
 
-#[test]
-fn legacy_sources_are_accepted_without_warning_by_default() {
-    for spec in [
-        operatorhubio_spec(),
-        json!({"sourceType": "grpc", "image": "i:1", "grpcPodConfig": {"nodeSelector": {"a": "b"}, "securityContextConfig": "restricted", "memoryTarget": "30Mi", "extractContent": {"catalogDir": "/configs", "cacheDir": "/tmp/cache"}}}),
-        json!({"sourceType": "grpc", "address": "h.ns.svc:50051"}),
-        json!({"sourceType": "configmap", "configMap": "m"}),
-        json!({"sourceType": "internal", "configMap": "m"}),
-    ] {
-        assert_clean_accept(&check(spec.clone()));
-        let object = catalog(spec);
-        assert_clean_accept(&update(object.clone(), object, &Settings::default()));
+#[rstest]
+#[case::grpc_image(operatorhubio_spec())]
+#[case::grpc_image_with_marketplace_pod_config(json!({
+    "sourceType": "grpc", "image": "i:1",
+    "grpcPodConfig": {
+        "nodeSelector": {"a": "b"}, "securityContextConfig": "restricted", "memoryTarget": "30Mi",
+        "extractContent": {"catalogDir": "/configs", "cacheDir": "/tmp/cache"}
     }
+}))]
+#[case::grpc_address(json!({"sourceType": "grpc", "address": "h.ns.svc:50051"}))]
+#[case::configmap(json!({"sourceType": "configmap", "configMap": "m"}))]
+#[case::internal(json!({"sourceType": "internal", "configMap": "m"}))]
+fn legacy_sources_are_accepted_without_warning_by_default(#[case] spec: Value) {
+    assert_clean_accept(&check(spec.clone()));
+    let object = catalog(spec);
+    assert_clean_accept(&update(object.clone(), object, &Settings::default()));
 }
 
-#[test]
-fn warn_legacy_warns_about_legacy_sources_naming_the_replacement() {
-    for (spec, deprecated, replacement) in [
-        (
-            operatorhubio_spec(),
-            "spec.sourceType and spec.image",
-            "spec.catalogImageSource: {\"catalogImage\":\"quay.io/operatorhubio/catalog:latest\"}",
-        ),
-        (
-            json!({"sourceType": "grpc", "image": "i:1", "grpcPodConfig": {"nodeSelector": {"a": "b"}}}),
-            "spec.sourceType, spec.image and spec.grpcPodConfig",
-            "spec.catalogImageSource: {\"catalogImage\":\"i:1\",\"podSpecOverrides\":{\"nodeSelector\":{\"a\":\"b\"}}}",
-        ),
-        (
-            json!({"sourceType": "grpc", "address": "h.ns.svc:50051"}),
-            "spec.sourceType and spec.address",
-            "spec.catalogServiceSource: {\"address\":\"h.ns.svc:50051\"}",
-        ),
-        (
-            json!({"sourceType": "configmap", "configMap": "m"}),
-            "spec.sourceType and spec.configMap",
-            "spec.configMapSource: {\"configMap\":\"m\"}",
-        ),
-        (
-            json!({"sourceType": "internal", "configMap": "m"}),
-            "spec.sourceType and spec.configMap",
-            "spec.configMapSource: {\"configMap\":\"m\"}",
-        ),
-    ] {
-        let verdict = check_with(spec, &warning());
-        assert!(verdict.allowed, "{:?}", verdict.message);
-        assert_eq!(verdict.mutated_object, None);
-        assert_eq!(verdict.warnings.len(), 1, "{:?}", verdict.warnings);
-        assert_contains_all(
-            &verdict.warnings[0],
-            &[
-                &format!("the deprecated {deprecated} configure this catalog"),
-                &format!("write {replacement} instead"),
-            ],
-        );
-        assert_no_debug_output(&verdict.warnings[0]);
-    }
+#[rstest]
+#[case::grpc_image(
+    operatorhubio_spec(),
+    "spec.sourceType and spec.image",
+    "spec.catalogImageSource: {\"catalogImage\":\"quay.io/operatorhubio/catalog:latest\"}"
+)]
+#[case::grpc_image_pod_config(
+    json!({"sourceType": "grpc", "image": "i:1", "grpcPodConfig": {"nodeSelector": {"a": "b"}}}),
+    "spec.sourceType, spec.image and spec.grpcPodConfig",
+    "spec.catalogImageSource: {\"catalogImage\":\"i:1\",\"podSpecOverrides\":{\"nodeSelector\":{\"a\":\"b\"}}}"
+)]
+#[case::grpc_address(
+    json!({"sourceType": "grpc", "address": "h.ns.svc:50051"}),
+    "spec.sourceType and spec.address",
+    "spec.catalogServiceSource: {\"address\":\"h.ns.svc:50051\"}"
+)]
+#[case::configmap(
+    json!({"sourceType": "configmap", "configMap": "m"}),
+    "spec.sourceType and spec.configMap",
+    "spec.configMapSource: {\"configMap\":\"m\"}"
+)]
+#[case::internal(
+    json!({"sourceType": "internal", "configMap": "m"}),
+    "spec.sourceType and spec.configMap",
+    "spec.configMapSource: {\"configMap\":\"m\"}"
+)]
+fn warn_legacy_warns_about_legacy_sources_naming_the_replacement(
+    #[case] spec: Value,
+    #[case] deprecated: &str,
+    #[case] replacement: &str,
+) {
+    let verdict = check_with(spec, &warning());
+    assert!(verdict.allowed, "{:?}", verdict.message);
+    assert_eq!(verdict.mutated_object, None);
+    assert_eq!(verdict.warnings.len(), 1, "{:?}", verdict.warnings);
+    assert_contains_all(
+        &verdict.warnings[0],
+        &[
+            &format!("the deprecated {deprecated} configure this catalog"),
+            &format!("write {replacement} instead"),
+        ],
+    );
+    assert_no_debug_output(&verdict.warnings[0]);
 }
 
 #[test]
@@ -1093,80 +1082,59 @@ fn migration_rewrites_image_and_keeps_the_other_fields() {
 
 #[test]
 fn migration_moves_grpc_pod_config_to_pod_spec_overrides() {
-    let spec = json!({
-        "sourceType": "grpc", "image": "quay.io/x/index:v1",
-        "grpcPodConfig": {
-            "nodeSelector": {"node-role.kubernetes.io/infra": ""},
-            "tolerations": [{"key": "node-role.kubernetes.io/infra", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": null}],
-            "priorityClassName": "system-cluster-critical",
-            "affinity": null
-        },
-        "address": null
-    });
-    let verdict = check_with(spec, &migrating());
-    assert_eq!(
-        migrated_spec(&verdict),
-        json!({"catalogImageSource": {
-            "catalogImage": "quay.io/x/index:v1",
-            "podSpecOverrides": {
-                "nodeSelector": {"node-role.kubernetes.io/infra": ""},
-                "tolerations": [{"key": "node-role.kubernetes.io/infra", "operator": "Exists", "effect": "NoSchedule"}],
-                "priorityClassName": "system-cluster-critical"
-            }
-        }})
-    );
+    let fixture: Value =
+        serde_yaml::from_str(include_str!("fixtures/grpc-pod-config-migration.yaml")).unwrap();
+    let verdict = check_with(fixture["spec"].clone(), &migrating());
+    assert_eq!(migrated_spec(&verdict), fixture["migrated"]);
 }
 
-#[test]
-fn migration_rewrites_address_and_config_maps() {
-    for (spec, expected) in [
-        (
-            json!({"sourceType": "grpc", "address": "h.ns.svc:50051"}),
-            json!({"catalogServiceSource": {"address": "h.ns.svc:50051"}}),
-        ),
-        (
-            json!({"sourceType": "configmap", "configMap": "m"}),
-            json!({"configMapSource": {"configMap": "m"}}),
-        ),
-        (
-            json!({"sourceType": "internal", "configMap": "m", "image": null}),
-            json!({"configMapSource": {"configMap": "m"}}),
-        ),
-        (
-            json!({"sourceType": "grpc", "image": "i:1", "grpcPodConfig": {"tolerations": []}}),
-            json!({"catalogImageSource": {"catalogImage": "i:1"}}),
-        ),
-    ] {
-        for settings in [migrating(), migrating_only()] {
-            assert_eq!(
-                migrated_spec(&check_with(spec.clone(), &settings)),
-                expected
-            );
-        }
+#[rstest]
+#[case::grpc_address(
+    json!({"sourceType": "grpc", "address": "h.ns.svc:50051"}),
+    json!({"catalogServiceSource": {"address": "h.ns.svc:50051"}})
+)]
+#[case::configmap(
+    json!({"sourceType": "configmap", "configMap": "m"}),
+    json!({"configMapSource": {"configMap": "m"}})
+)]
+#[case::internal_with_null_image(
+    json!({"sourceType": "internal", "configMap": "m", "image": null}),
+    json!({"configMapSource": {"configMap": "m"}})
+)]
+#[case::empty_pod_config_is_dropped(
+    json!({"sourceType": "grpc", "image": "i:1", "grpcPodConfig": {"tolerations": []}}),
+    json!({"catalogImageSource": {"catalogImage": "i:1"}})
+)]
+fn migration_rewrites_address_and_config_maps(#[case] spec: Value, #[case] expected: Value) {
+    for settings in [migrating(), migrating_only()] {
+        assert_eq!(
+            migrated_spec(&check_with(spec.clone(), &settings)),
+            expected
+        );
     }
 }
 
-#[test]
-fn migrated_objects_are_accepted_without_warning() {
-    for spec in [
-        operatorhubio_spec(),
-        json!({"sourceType": "grpc", "image": "i:1", "grpcPodConfig": {"nodeSelector": {"a": "b"}, "tolerations": [{"operator": "Exists"}], "priorityClassName": "p"}}),
-        json!({"sourceType": "grpc", "address": "h.ns.svc:50051"}),
-        json!({"sourceType": "configmap", "configMap": "m"}),
-        json!({"sourceType": "internal", "configMap": "m"}),
-    ] {
-        for settings in [migrating(), migrating_only()] {
-            let verdict = check_with(spec.clone(), &settings);
-            let migrated = verdict.mutated_object.clone().expect("a mutation");
-            for again in [
-                Settings::default(),
-                legacy_off(),
-                migrating(),
-                migrating_only(),
-            ] {
-                let request = request_for("CREATE", migrated.clone());
-                assert_clean_accept(&validate(&request, &again, &NoCluster));
-            }
+#[rstest]
+#[case::grpc_image(operatorhubio_spec())]
+#[case::grpc_image_pod_config(json!({
+    "sourceType": "grpc", "image": "i:1",
+    "grpcPodConfig": {"nodeSelector": {"a": "b"}, "tolerations": [{"operator": "Exists"}], "priorityClassName": "p"}
+}))]
+#[case::grpc_address(json!({"sourceType": "grpc", "address": "h.ns.svc:50051"}))]
+#[case::configmap(json!({"sourceType": "configmap", "configMap": "m"}))]
+#[case::internal(json!({"sourceType": "internal", "configMap": "m"}))]
+fn migrated_objects_are_accepted_without_warning(#[case] spec: Value) {
+    for settings in [migrating(), migrating_only()] {
+        let verdict = check_with(spec.clone(), &settings);
+        let migrated = verdict.mutated_object.clone().expect("a mutation");
+        for again in [
+            Settings::default(),
+            legacy_off(),
+            migrating(),
+            migrating_only(),
+        ] {
+            let request = request_for("CREATE", migrated.clone());
+            assert_clean_accept(&validate(&request, &again, &NoCluster));
         }
     }
 }
@@ -1180,7 +1148,7 @@ fn invalid_legacy_specs_are_not_migrated() {
 }
 
 #[test]
-fn grpc_pod_config_fields_the_seed_cannot_hold_stop_the_migration() {
+fn grpc_pod_config_fields_overrides_cannot_hold_stop_the_migration() {
     let spec = json!({
         "sourceType": "grpc", "image": "i:1",
         "grpcPodConfig": {"securityContextConfig": "restricted", "nodeSelector": {"a": "b"}}
