@@ -1,19 +1,42 @@
 #!/usr/bin/env python3
-"""Writes the catalog-union scenarios beside this file (one directory each).
+"""Regenerates the catalog-union scenarios beside this file.
 
-The JSON files are what `olm-guard test testdata/catalog-union` reads and what
-review looks at; this script only keeps the 81 of them consistent. Rerun it
-after changing a message: `python3 testdata/catalog-union/generate.py`.
+What it writes: one directory per scenario (request.json, optional
+settings.json, expect.json), for every scenario defined below, including the
+`realworld-*` ones, which it builds from the CatalogSources kept verbatim in
+`realworld/` (see realworld/README.md for where each comes from). The names of
+the directories it wrote are kept in `generated.txt`; on the next run it
+removes exactly those before writing again, so scenario directories written by
+hand beside them are never touched.
+
+When to run it: after changing a message, a setting or a scenario of
+catalog-union, or after adding a file to `realworld/`:
+
+    python3 testdata/catalog-union/generate.py
+
+then check the diff and run `olm-guard test testdata/catalog-union --dist dist`.
+The JSON files, not this script, are what the host reads and what review
+looks at; this script only keeps them consistent. Needs PyYAML.
 """
 import json, os, shutil, copy, hashlib, uuid
 
+import yaml
+
 ROOT = os.path.dirname(os.path.abspath(__file__))
-for entry in os.listdir(ROOT):
-    if os.path.isfile(os.path.join(ROOT, entry, "expect.json")):
-        shutil.rmtree(os.path.join(ROOT, entry))
+MANIFEST = os.path.join(ROOT, "generated.txt")
+PREVIOUS = []
+if os.path.isfile(MANIFEST):
+    PREVIOUS = [line.strip() for line in open(MANIFEST)
+                if line.strip() and not line.startswith("#") and "/" not in line and line.strip() not in (".", "..")]
+for entry in PREVIOUS:
+    path = os.path.join(ROOT, entry)
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+GENERATED = []
 
 # operatorhubio-catalog exactly as OLM's quickstart ships it
-# (realworld/olm/quickstart-olm.yaml, operator-framework/operator-lifecycle-manager deploy/upstream/quickstart/olm.yaml).
+# (operator-framework/operator-lifecycle-manager deploy/upstream/quickstart/olm.yaml, also in
+# realworld/olm-quickstart-operatorhubio-catalog.yaml beside this script).
 OPERATORHUBIO = {
     "apiVersion": "operators.coreos.com/v1alpha1",
     "kind": "CatalogSource",
@@ -70,7 +93,10 @@ def review(obj, operation="CREATE", old=None, kind=None, resource="catalogsource
 
 def scenario(name, request, description, settings=None, **expect):
     d = os.path.join(ROOT, name)
+    if os.path.exists(d):
+        raise SystemExit(f"{name} exists and is not listed in generated.txt: rename the scenario or move that directory")
     os.makedirs(d)
+    GENERATED.append(name)
     with open(os.path.join(d, "request.json"), "w") as f:
         json.dump(request, f, indent=2); f.write("\n")
     if settings is not None:
@@ -86,15 +112,21 @@ CLEAN = dict(allowed=True, no_warnings=True, mutated=False)
 MIGRATE = {"migrateLegacy": True}
 MIGRATE_ONLY = {"allowLegacy": False, "migrateLegacy": True}
 NO_LEGACY = {"allowLegacy": False}
+WARN = {"warnLegacy": True}
+# Union terms are for clusters whose CRD has the union members; the default
+# speaks the fields of the CRD clusters run today.
+LEGACY_HOW = ("set spec.sourceType: grpc with spec.image (an operator-registry image) or spec.address "
+              "(host:port of a running registry), or spec.sourceType: configmap with spec.configMap "
+              "(the name of a ConfigMap)")
 
 # ---- rules 1 and 2: the alternatives ----
 IMAGE_MEMBER = {"catalogImage": "quay.io/operatorhubio/catalog:latest", "podSpecOverrides": {"nodeSelector": {"label": "value"}}}
 scenario("r2-image-source-accepted", review(member(catalogImageSource=IMAGE_MEMBER)),
-         "rule 2: the seed's own catalogImageSource example alone is one alternative", **CLEAN)
+         "rule 2: the enhancement's own catalogImageSource example alone is one alternative", **CLEAN)
 scenario("r2-service-source-accepted", review(member(catalogServiceSource={"address": "operatorhubio-catalog.olm.svc:50051"})),
          "rule 2: catalogServiceSource alone with host:port", **CLEAN)
 scenario("r2-configmap-source-accepted", review(member(configMapSource={"configMap": "somemap"})),
-         "rule 2: the seed's configMapSource example alone", **CLEAN)
+         "rule 2: the enhancement's configMapSource example alone", **CLEAN)
 scenario("r2-two-members-denied", review(member(catalogImageSource=IMAGE_MEMBER, catalogServiceSource={"address": "operatorhubio-catalog.olm.svc:50051"})),
          "rule 2: two union members are two alternatives; the message names both",
          message_contains="(oneOf) but configures 2: spec.catalogImageSource and spec.catalogServiceSource; keep one of them", **DENY)
@@ -105,7 +137,10 @@ scenario("r2-member-and-legacy-denied", review(member(catalogImageSource={"catal
          "rules 1+2: with allowLegacy (default) sourceType+image is an alternative too, so a member beside it makes two",
          message_contains="oneOf) but configures 2: spec.catalogImageSource and the legacy spec.sourceType and spec.image; keep one of them; to keep a union member, remove the deprecated spec.sourceType and spec.image", **DENY)
 scenario("r2-no-source-denied", review(catalog(dict(DISPLAY))),
-         "rule 2: display fields only configure no catalog",
+         "rule 2: display fields only configure no catalog; by default the advice names only the fields of today's CRD",
+         message_contains="oneOf) but configures none; " + LEGACY_HOW, **DENY)
+scenario("r2-no-source-warnlegacy-denied", review(catalog(dict(DISPLAY))),
+         "rule 2 with warnLegacy (a CRD with the union members): the advice names the union members", settings=WARN,
          message_contains="oneOf) but configures none; set exactly one of spec.catalogImageSource.catalogImage", **DENY)
 scenario("r2-missing-spec-denied", review(catalog(None, drop_spec=True)),
          "rule 1: a missing spec is {} and configures nothing", message_contains="(oneOf) but configures none", **DENY)
@@ -119,17 +154,19 @@ scenario("r1-null-valued-keys-accepted", review(member(catalogImageSource=None, 
 scenario("r1-null-valued-keys-only-denied", review(member(catalogImageSource=None, sourceType=None, image=None)),
          "rule 1: nulls configure nothing", message_contains="(oneOf) but configures none", **DENY)
 scenario("r1-null-address-beside-legacy-image-accepted", review(legacy(sourceType="grpc", image="quay.io/operatorhubio/catalog:latest", address=None)),
-         "rule 1: address: null is absent, so image is not combined with an address",
-         allowed=True, mutated=False, warnings_contain=["spec.catalogImageSource"])
+         "rule 1: address: null is absent, so image is not combined with an address", **CLEAN)
 scenario("r2-image-without-sourcetype-denied", review(member(image="quay.io/operatorhubio/catalog:latest")),
-         "rules 1+2: image without sourceType is no legacy alternative; the message says why and what to write",
+         "rules 1+2: image without sourceType is no legacy alternative; the message says why and what to add, in today's fields",
+         message_contains="(spec.image has no spec.sourceType, so no catalog is configured; add spec.sourceType: grpc for spec.image); " + LEGACY_HOW, **DENY)
+scenario("r2-image-without-sourcetype-warnlegacy-denied", review(member(image="quay.io/operatorhubio/catalog:latest")),
+         "rules 1+2 with warnLegacy: the advice names the union member instead", settings=WARN,
          message_contains="the deprecated spec.image has no spec.sourceType, so no legacy source is configured; rather than adding one, write spec.catalogImageSource.catalogImage instead", **DENY)
 scenario("r2-sourcetype-alone-denied", review(member(sourceType="grpc")),
          "rules 1+2: sourceType alone names no catalog",
          message_contains="spec.sourceType \"grpc\" alone names no catalog", **DENY)
 scenario("r2-grpcpodconfig-alone-denied", review(member(grpcPodConfig={"nodeSelector": {"kubernetes.io/os": "linux"}})),
          "rules 1+2: grpcPodConfig alone configures no catalog",
-         message_contains="(oneOf) but configures none (the deprecated spec.grpcPodConfig only tunes a registry pod and names no catalog", **DENY)
+         message_contains="(oneOf) but configures none (spec.grpcPodConfig only tunes the registry pod of spec.sourceType: grpc with spec.image and names no catalog); " + LEGACY_HOW, **DENY)
 
 # ---- rule 3: values OLM would ignore ----
 for key, value, replacement, base, base_name in [
@@ -179,7 +216,7 @@ scenario("r4-empty-catalogimage-denied", review(member(catalogImageSource={"cata
 scenario("r4-missing-catalogimage-denied", review(member(catalogImageSource={"podSpecOverrides": {"nodeSelector": {"label": "value"}}})),
          "rule 4: catalogImage must be set", message_contains="spec.catalogImageSource.catalogImage is missing", **DENY)
 scenario("r4-address-without-port-denied", review(member(catalogServiceSource={"address": "some.namespace.svc"})),
-         "rule 4: the seed's own example address has no port; OLM could not dial it",
+         "rule 4: the enhancement's own example address has no port; OLM could not dial it",
          message_contains="spec.catalogServiceSource.address \"some.namespace.svc\" is not host:port (the port is missing)", **DENY)
 scenario("r4-address-port-out-of-range-denied", review(member(catalogServiceSource={"address": "operatorhubio-catalog.olm.svc:70000"})),
          "rule 4: port above 65535", message_contains="the port 70000 is outside 1-65535", **DENY)
@@ -200,7 +237,7 @@ scenario("r4-legacy-address-without-port-denied", review(legacy(sourceType="grpc
 # ---- bad input ----
 scenario("input-spec-not-object-denied", review(catalog("grpc")),
          "a spec that is not an object is a clear rejection",
-         message_contains="spec must be an object holding one of catalogImageSource, catalogServiceSource or configMapSource, but it is a string", **DENY)
+         message_contains="spec must be an object holding sourceType and one of image, address or configMap, but it is a string", **DENY)
 scenario("input-wrong-field-type-denied", review(member(catalogImageSource={"catalogImage": "quay.io/operatorhubio/catalog:latest", "podSpecOverrides": {"tolerations": [{"key": "infra", "tolerationSeconds": "300"}]}})),
          "a field of the wrong type is named by its path",
          message_contains="spec.catalogImageSource.podSpecOverrides.tolerations[0].tolerationSeconds has the wrong type (invalid type: string \"300\", expected an integer)", **DENY)
@@ -208,28 +245,39 @@ scenario("input-list-instead-of-object-denied", review(member(catalogImageSource
          "a member given as a list is not read as an object",
          message_contains="spec.catalogImageSource has the wrong type (invalid type: sequence, expected an object)", **DENY)
 
-# ---- rule 5: legacy accepted with a warning ----
-scenario("r5-legacy-grpc-image-accepted", review(copy.deepcopy(OPERATORHUBIO)),
-         "rule 5: OLM's quickstart operatorhubio-catalog (sourceType grpc + image) is accepted with a warning naming catalogImageSource",
-         allowed=True, mutated=False,
-         warnings_contain=["the deprecated spec.sourceType and spec.image configure this catalog; write spec.catalogImageSource: {\"catalogImage\":\"quay.io/operatorhubio/catalog:latest\"} instead"])
+# ---- rule 5: legacy accepted; warned about only with warnLegacy ----
 POD_CONFIG = {
     "nodeSelector": {"node-role.kubernetes.io/infra": ""},
     "tolerations": [{"key": "node-role.kubernetes.io/infra", "operator": "Exists", "effect": "NoSchedule"}],
     "priorityClassName": "system-cluster-critical",
 }
-scenario("r5-legacy-grpc-image-podconfig-accepted", review(legacy(sourceType="grpc", image="quay.io/operatorhubio/catalog:latest", grpcPodConfig=POD_CONFIG)),
-         "rule 5: grpc + image + grpcPodConfig; the warning names catalogImageSource with podSpecOverrides",
-         allowed=True, mutated=False, warnings_contain=["the deprecated spec.sourceType, spec.image and spec.grpcPodConfig configure this catalog", "\"podSpecOverrides\":{\"nodeSelector\""])
-scenario("r5-legacy-grpc-address-accepted", review(legacy(sourceType="grpc", address="operatorhubio-catalog.olm.svc:50051")),
-         "rule 5: grpc + address", allowed=True, mutated=False,
-         warnings_contain=["write spec.catalogServiceSource: {\"address\":\"operatorhubio-catalog.olm.svc:50051\"} instead"])
-scenario("r5-legacy-configmap-accepted", review(legacy(sourceType="configmap", configMap="somemap")),
-         "rule 5: configmap + configMap", allowed=True, mutated=False,
-         warnings_contain=["write spec.configMapSource: {\"configMap\":\"somemap\"} instead"])
-scenario("r5-legacy-internal-accepted", review(legacy(sourceType="internal", configMap="somemap")),
-         "rule 5: internal (alias of configmap) + configMap", allowed=True, mutated=False,
-         warnings_contain=["write spec.configMapSource: {\"configMap\":\"somemap\"} instead"])
+LEGACY_SPECS = [
+    ("grpc-image", copy.deepcopy(OPERATORHUBIO), "OLM's quickstart operatorhubio-catalog (sourceType grpc + image)",
+     ["the deprecated spec.sourceType and spec.image configure this catalog; write spec.catalogImageSource: {\"catalogImage\":\"quay.io/operatorhubio/catalog:latest\"} instead"]),
+    ("grpc-image-podconfig", legacy(sourceType="grpc", image="quay.io/operatorhubio/catalog:latest", grpcPodConfig=POD_CONFIG),
+     "grpc + image + grpcPodConfig; the warning names catalogImageSource with podSpecOverrides",
+     ["the deprecated spec.sourceType, spec.image and spec.grpcPodConfig configure this catalog", "\"podSpecOverrides\":{\"nodeSelector\""]),
+    ("grpc-address", legacy(sourceType="grpc", address="operatorhubio-catalog.olm.svc:50051"), "grpc + address",
+     ["write spec.catalogServiceSource: {\"address\":\"operatorhubio-catalog.olm.svc:50051\"} instead"]),
+    ("configmap", legacy(sourceType="configmap", configMap="somemap"), "configmap + configMap",
+     ["write spec.configMapSource: {\"configMap\":\"somemap\"} instead"]),
+    ("internal", legacy(sourceType="internal", configMap="somemap"), "internal (alias of configmap) + configMap",
+     ["write spec.configMapSource: {\"configMap\":\"somemap\"} instead"]),
+]
+for name, obj, what, warnings in LEGACY_SPECS:
+    scenario(f"r5-legacy-{name}-accepted", review(copy.deepcopy(obj)),
+             f"rule 5: {what} is the normal form on today's CRD: accepted with default settings and no warning", **CLEAN)
+    scenario(f"r5-warnlegacy-{name}-accepted", review(copy.deepcopy(obj)),
+             f"rule 5 with warnLegacy: {what} is accepted with a warning naming its union member",
+             settings=WARN, allowed=True, mutated=False, warnings_contain=warnings)
+UNPORTABLE_WARN = legacy(sourceType="grpc", image="quay.io/operatorhubio/catalog:latest",
+                         grpcPodConfig={"securityContextConfig": "restricted", "memoryTarget": "30Mi", "nodeSelector": {"kubernetes.io/os": "linux"}})
+scenario("r5-warnlegacy-unportable-podconfig-accepted", review(UNPORTABLE_WARN),
+         "rule 5 with warnLegacy: the advice never drops a setting silently; it names the grpcPodConfig fields podSpecOverrides cannot hold",
+         settings=WARN, allowed=True, mutated=False,
+         warnings_contain=["write spec.catalogImageSource.catalogImage: \"quay.io/operatorhubio/catalog:latest\" instead; but spec.grpcPodConfig.securityContextConfig and spec.grpcPodConfig.memoryTarget has no place in spec.catalogImageSource.podSpecOverrides, which holds only nodeSelector, tolerations and priorityClassName, so that form would drop spec.grpcPodConfig.securityContextConfig and spec.grpcPodConfig.memoryTarget"])
+scenario("r5-unportable-podconfig-accepted", review(UNPORTABLE_WARN),
+         "rule 5: the same spec with default settings: accepted, no warning", **CLEAN)
 
 # ---- allowLegacy: false ----
 scenario("setting-allowlegacy-false-legacy-denied", review(copy.deepcopy(OPERATORHUBIO)),
@@ -293,8 +341,10 @@ scenario("op-update-denied", review(bad_update, "UPDATE", old=stored),
          "UPDATE is checked: adding address to an image source", message_contains="spec.address is ignored", **DENY)
 good_update = copy.deepcopy(stored); good_update["spec"]["updateStrategy"]["registryPoll"]["interval"] = "30m"
 scenario("op-update-legacy-accepted", review(good_update, "UPDATE", old=stored),
-         "UPDATE of a valid legacy object is accepted with the warning", allowed=True, mutated=False,
-         warnings_contain=["spec.catalogImageSource"])
+         "UPDATE of a valid legacy object is accepted, with no warning by default", **CLEAN)
+scenario("op-update-legacy-warnlegacy-accepted", review(good_update, "UPDATE", old=stored),
+         "UPDATE of a valid legacy object with warnLegacy is accepted with the warning", settings=WARN,
+         allowed=True, mutated=False, warnings_contain=["spec.catalogImageSource"])
 scenario("op-update-migrated", review(good_update, "UPDATE", old=stored),
          "UPDATE with migrateLegacy rewrites the object", settings=MIGRATE, allowed=True, mutated=True,
          patched_object_contains={"metadata": {"uid": "b5b7e1f2-7c1d-4a53-a0a5-9d5c0f2f8e11"}, "spec": {"catalogImageSource": {"catalogImage": "quay.io/operatorhubio/catalog:latest"}, "updateStrategy": {"registryPoll": {"interval": "30m"}}}})
@@ -315,6 +365,97 @@ scenario("settings-unknown-key-refused", review(copy.deepcopy(OPERATORHUBIO)), "
 scenario("settings-wrong-type-refused", review(copy.deepcopy(OPERATORHUBIO)), "settings: migrateLegacy must be a boolean",
          settings={"migrateLegacy": "true"}, settings_error_contains="expected a boolean")
 scenario("settings-defaults-explicit", review(copy.deepcopy(OPERATORHUBIO)), "settings: explicit defaults behave like none",
-         settings={"allowLegacy": True, "migrateLegacy": False}, allowed=True, mutated=False,
-         warnings_contain=["spec.catalogImageSource"])
-print(sum(os.path.isdir(os.path.join(ROOT, e)) for e in os.listdir(ROOT)), "scenarios")
+         settings={"allowLegacy": True, "warnLegacy": False, "migrateLegacy": False}, **CLEAN)
+scenario("settings-warnlegacy-wrong-type-refused", review(copy.deepcopy(OPERATORHUBIO)), "settings: warnLegacy must be a boolean",
+         settings={"warnLegacy": "yes"}, settings_error_contains="expected a boolean")
+
+# ---- rule 7: an UPDATE is judged on what it changes ----
+def stored_object(spec, **metadata):
+    obj = catalog(spec, name="my-catalog", namespace="olm")
+    obj["metadata"].update({"uid": "0c1f5a4e-6f55-4c7a-9a57-3f1f1d2b7c01", "resourceVersion": "4711", "generation": 1,
+                            "creationTimestamp": "2024-05-01T10:00:00Z"})
+    obj["metadata"].update(metadata)
+    return obj
+
+def changed(obj, **metadata):
+    new = copy.deepcopy(obj)
+    new["metadata"].update(metadata)
+    return new
+
+STORED_INVALID = [
+    ("grpc-alone", {"sourceType": "grpc", "displayName": "My Catalog"}, "spec.sourceType \"grpc\" alone names no catalog"),
+    ("image-address", {"sourceType": "grpc", "image": "quay.io/example/catalog:v1", "address": "my-catalog.olm.svc:50051"},
+     "spec.address is ignored because spec.image is set"),
+    ("configmap-grpc", {"sourceType": "grpc", "image": "quay.io/example/catalog:v1", "configMap": "my-catalog"},
+     "spec.configMap is ignored with spec.sourceType \"grpc\""),
+]
+LAST_APPLIED = {"kubectl.kubernetes.io/last-applied-configuration": "{\"apiVersion\":\"operators.coreos.com/v1alpha1\",\"kind\":\"CatalogSource\"}"}
+OWNER = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "catalog-owner", "uid": "5d0b2f5e-1a7b-4a7e-8d0c-4b3c2a1f0e9d"}]
+STALE_WARNING = "this CatalogSource already breaks catalog-union and this update leaves its catalog configuration as it was, so the update is allowed; fix it: "
+for name, spec, problem in STORED_INVALID:
+    old = stored_object(spec)
+    for change, new, what in [
+        ("label", changed(old, labels={"team": "payments"}), "adds a label"),
+        ("last-applied", changed(old, annotations=LAST_APPLIED), "adds kubectl apply's last-applied configuration"),
+        ("ownerreference", changed(old, ownerReferences=OWNER), "adds an owner reference"),
+    ]:
+        scenario(f"r7-stored-{name}-{change}-accepted", review(new, "UPDATE", old=old),
+                 f"rule 7: a CatalogSource stored before the policy ({problem}) is not frozen: an UPDATE that only {what} is accepted with a warning naming the problem",
+                 allowed=True, mutated=False, warnings_contain=[STALE_WARNING, problem])
+    terminating = stored_object(spec, finalizers=["example.com/cleanup"], deletionTimestamp="2024-06-01T10:00:00Z")
+    released = changed(terminating); del released["metadata"]["finalizers"]
+    scenario(f"r7-stored-{name}-finalizer-removed-accepted", review(released, "UPDATE", old=terminating),
+             f"rule 7: removing the last finalizer of a stored invalid CatalogSource ({problem}) is accepted, so it can be deleted",
+             allowed=True, mutated=False, warnings_contain=[STALE_WARNING, problem])
+    scenario(f"r7-stored-{name}-label-allowlegacy-false-accepted", review(changed(old, labels={"team": "payments"}), "UPDATE", old=old),
+             "rule 7 under allowLegacy: false (the stored legacy spec is now a violation too): metadata updates still pass",
+             settings=NO_LEGACY, allowed=True, mutated=False, warnings_contain=[STALE_WARNING])
+    scenario(f"r7-stored-{name}-create-denied", review(copy.deepcopy(old)),
+             f"rule 7's counterpart: the same object as a CREATE is denied ({problem})",
+             message_contains=problem, **DENY)
+old = stored_object({"sourceType": "grpc", "image": "quay.io/example/catalog:v1", "address": "my-catalog.olm.svc:50051", "configMap": "my-catalog"})
+part = copy.deepcopy(old); del part["spec"]["configMap"]
+scenario("r7-stored-update-fixes-part-accepted", review(part, "UPDATE", old=old),
+         "rule 7: an UPDATE that removes one of two stored problems is accepted with a warning naming the one left",
+         allowed=True, mutated=False,
+         warnings_contain=["this update fixes part of what this CatalogSource breaks in catalog-union, so it is allowed; still to fix: spec.address is ignored because spec.image is set"])
+fixed = copy.deepcopy(part); del fixed["spec"]["address"]
+scenario("r7-stored-update-fixes-all-accepted", review(fixed, "UPDATE", old=old),
+         "rule 7: an UPDATE that repairs a stored invalid object is accepted with no warning", **CLEAN)
+old = stored_object({"sourceType": "grpc", "image": "quay.io/example/catalog:v1", "address": "my-catalog.olm.svc:50051"})
+worse = copy.deepcopy(old); worse["spec"]["configMap"] = "my-catalog"
+scenario("r7-stored-update-adds-violation-denied", review(worse, "UPDATE", old=old),
+         "rule 7: an UPDATE that writes a new violation beside a stored one is denied, naming both",
+         message_contains="spec.configMap is ignored with spec.sourceType \"grpc\": remove it, or set spec.sourceType \"configmap\" if the catalog is in that ConfigMap; spec.address is ignored because spec.image is set", **DENY)
+old = stored_object({"sourceType": "grpc", "displayName": "My Catalog"})
+other = copy.deepcopy(old); other["spec"]["address"] = "my-catalog.olm.svc"
+scenario("r7-stored-update-different-violation-denied", review(other, "UPDATE", old=old),
+         "rule 7: an UPDATE that replaces a stored violation by a different one is denied",
+         message_contains="spec.address \"my-catalog.olm.svc\" is not host:port (the port is missing)", **DENY)
+old = stored_object({"catalogImageSource": {}, "configMapSource": {"configMap": "my-catalog"}})
+scenario("r7-stored-two-members-label-accepted", review(changed(old, labels={"team": "payments"}), "UPDATE", old=old),
+         "rule 7: a stored object with two union members takes a metadata-only UPDATE, with the oneOf problem in the warning",
+         allowed=True, mutated=False, warnings_contain=[STALE_WARNING, "(oneOf) but configures 2"])
+scenario("r7-no-old-object-denied", review(changed(stored_object({"sourceType": "grpc"}), labels={"a": "b"}), "UPDATE"),
+         "rule 7: an UPDATE without oldObject is judged like a CREATE", message_contains="alone names no catalog", **DENY)
+
+# ---- real CatalogSources, verbatim from upstream (realworld/) ----
+REALWORLD = os.path.join(ROOT, "realworld")
+for file in sorted(os.listdir(REALWORLD)):
+    if not file.endswith(".yaml"):
+        continue
+    text = open(os.path.join(REALWORLD, file)).read()
+    origin = " ".join(line[len("# source: "):] for line in text.splitlines() if line.startswith("# source: "))
+    commit = " ".join(line[len("# commit: "):] for line in text.splitlines() if line.startswith("# commit: "))
+    (obj,) = [d for d in yaml.safe_load_all(text) if d]
+    stem = file[: -len(".yaml")]
+    where = f"{origin}, commit {commit}; copied verbatim to testdata/catalog-union/realworld/{file}"
+    scenario(f"realworld-{stem}-create-accepted", review(obj),
+             f"a real CatalogSource passes with default settings and no warning, as a CREATE: {where}", **CLEAN)
+    scenario(f"realworld-{stem}-update-accepted", review(copy.deepcopy(obj), "UPDATE", old=copy.deepcopy(obj)),
+             f"a real CatalogSource passes with default settings and no warning, as an UPDATE to itself: {where}", **CLEAN)
+
+with open(MANIFEST, "w") as f:
+    f.write("# Scenario directories written by generate.py; it removes exactly these before writing them again.\n")
+    f.write("\n".join(sorted(GENERATED)) + "\n")
+print(len(GENERATED), "scenarios generated")

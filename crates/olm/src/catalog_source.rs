@@ -1,8 +1,11 @@
 //! CatalogSource (`operators.coreos.com/v1alpha1`) as the catalog-union policy
-//! reads it: the deprecated top-level fields OLM runs on today (domain §4.1)
-//! and the union members proposed by seed 004 (§4.2).
+//! reads it: the top-level fields OLM runs on today (`sourceType`, `image`,
+//! `address`, `configMap`, `grpcPodConfig`, as in operator-framework/api
+//! `crds/operators.coreos.com_catalogsources.yaml`) and the union members
+//! proposed by the OLM enhancement *catalogsource-spec-update*
+//! (`catalogImageSource`, `catalogServiceSource`, `configMapSource`).
 //!
-//! Every field is an `Option`: the seed's `oneOf` counts a key as configured
+//! Every field is an `Option`: the enhancement's `oneOf` counts a key as configured
 //! when it is present, even with an empty value, while `key: null` is absent
 //! (the API server prunes such nulls). `None` is exactly "absent or null";
 //! `Some("")` is "present but empty". Unknown keys are ignored: the API server
@@ -13,7 +16,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The API group of CatalogSource.
 pub const GROUP: &str = "operators.coreos.com";
+/// The kind, as requests name it.
 pub const KIND: &str = "CatalogSource";
 
 /// The part of a CatalogSource `spec` that decides which catalog it serves.
@@ -33,10 +38,13 @@ pub struct CatalogSourceSpec {
     /// Deprecated: replaced by `catalogImageSource.podSpecOverrides`.
     #[serde(deserialize_with = "object_only::option")]
     pub grpc_pod_config: Option<GrpcPodConfig>,
+    /// Proposed union member: a registry pod run from an image.
     #[serde(deserialize_with = "object_only::option")]
     pub catalog_image_source: Option<CatalogImageSource>,
+    /// Proposed union member: a registry that is already running.
     #[serde(deserialize_with = "object_only::option")]
     pub catalog_service_source: Option<CatalogServiceSource>,
+    /// Proposed union member: catalog content in a ConfigMap.
     #[serde(deserialize_with = "object_only::option")]
     pub config_map_source: Option<ConfigMapSource>,
 }
@@ -57,8 +65,10 @@ impl CatalogSourceSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct CatalogImageSource {
+    /// The operator-registry image to serve.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catalog_image: Option<String>,
+    /// Scheduling overrides for the registry pod.
     #[serde(
         skip_serializing_if = "Option::is_none",
         deserialize_with = "object_only::option"
@@ -66,18 +76,21 @@ pub struct CatalogImageSource {
     pub pod_spec_overrides: Option<PodSpecOverrides>,
 }
 
-/// `spec.catalogImageSource.podSpecOverrides`: the seed keeps only these three
-/// of the legacy `grpcPodConfig` knobs.
+/// `spec.catalogImageSource.podSpecOverrides`: the enhancement keeps only
+/// these three of the legacy `grpcPodConfig` knobs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct PodSpecOverrides {
+    /// Node labels the registry pod must be scheduled on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<BTreeMap<String, String>>,
+    /// Taints the registry pod tolerates.
     #[serde(
         skip_serializing_if = "Option::is_none",
         deserialize_with = "object_only::list"
     )]
     pub tolerations: Option<Vec<Toleration>>,
+    /// The registry pod's priority class.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority_class_name: Option<String>,
 }
@@ -86,6 +99,7 @@ pub struct PodSpecOverrides {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct CatalogServiceSource {
+    /// `host:port` of the running registry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
 }
@@ -94,6 +108,7 @@ pub struct CatalogServiceSource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ConfigMapSource {
+    /// Name of the ConfigMap, in the CatalogSource's namespace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config_map: Option<String>,
 }
@@ -102,14 +117,19 @@ pub struct ConfigMapSource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Toleration {
+    /// The taint key matched; empty matches all keys.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// `Exists` or `Equal` (the default).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operator: Option<String>,
+    /// The taint value matched with `Equal`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// The taint effect matched; empty matches all effects.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effect: Option<String>,
+    /// How long a `NoExecute` taint is tolerated, in seconds.
     #[serde(
         skip_serializing_if = "Option::is_none",
         deserialize_with = "integer::option"
@@ -118,18 +138,25 @@ pub struct Toleration {
 }
 
 /// Deprecated `spec.grpcPodConfig`, with every field the shipped CRD defines
-/// (realworld `crds/operators.coreos.com_catalogsources.yaml`), so that a
-/// migration can tell which of them the seed's `podSpecOverrides` would lose.
+/// (operator-framework/api `crds/operators.coreos.com_catalogsources.yaml`),
+/// so that a migration can tell which of them `podSpecOverrides` would lose.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct GrpcPodConfig {
+    /// Node labels the registry pod must be scheduled on.
     pub node_selector: Option<BTreeMap<String, String>>,
+    /// Taints the registry pod tolerates.
     #[serde(deserialize_with = "object_only::list")]
     pub tolerations: Option<Vec<Toleration>>,
+    /// The registry pod's priority class.
     pub priority_class_name: Option<String>,
+    /// The registry pod's affinity (kept as JSON: only its presence matters).
     pub affinity: Option<Value>,
+    /// `legacy` or `restricted` pod security.
     pub security_context_config: Option<Value>,
+    /// Serve a file-based catalog extracted from the image.
     pub extract_content: Option<Value>,
+    /// The registry's soft memory limit (`$GOMEMLIMIT`).
     pub memory_target: Option<Value>,
 }
 
@@ -153,7 +180,7 @@ impl GrpcPodConfig {
         .collect()
     }
 
-    /// The seed's replacement of this config, or `None` when it carries
+    /// The `podSpecOverrides` replacing this config, or `None` when it carries
     /// nothing (empty values configure nothing and are dropped).
     /// Callers check [`GrpcPodConfig::unportable_fields`] first.
     pub fn pod_spec_overrides(&self) -> Option<PodSpecOverrides> {
@@ -167,19 +194,25 @@ impl GrpcPodConfig {
 }
 
 /// Values of the deprecated `spec.sourceType` that OLM acts on
-/// (`validateSourceType` / `ReconcilerForSource`, domain §4.1); matching is
-/// exact, as in OLM.
+/// (operator-framework/operator-lifecycle-manager: `validateSourceType` in
+/// `pkg/controller/operators/catalog/operator.go`, `ReconcilerForSource` in
+/// `pkg/controller/registry/reconciler/reconciler.go`); matching is exact, as
+/// in OLM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SourceType {
+    /// `grpc`: a registry run from `image`, else dialled at `address`.
     Grpc,
+    /// `configmap`: a registry serving `configMap`.
     ConfigMap,
     /// Deprecated alias of `configmap`.
     Internal,
 }
 
 impl SourceType {
+    /// The spellings OLM accepts, in the order messages list them.
     pub const NAMES: [&'static str; 3] = ["grpc", "configmap", "internal"];
 
+    /// The source type spelled exactly `value`, if OLM knows it.
     pub fn parse(value: &str) -> Option<SourceType> {
         match value {
             "grpc" => Some(SourceType::Grpc),
@@ -189,6 +222,7 @@ impl SourceType {
         }
     }
 
+    /// OLM's spelling.
     pub fn as_str(self) -> &'static str {
         match self {
             SourceType::Grpc => "grpc",
@@ -471,7 +505,7 @@ mod tests {
     }
 
     #[test]
-    fn grpc_pod_config_keeps_only_the_seed_fields() {
+    fn grpc_pod_config_keeps_only_the_override_fields() {
         let config: GrpcPodConfig = serde_json::from_value(json!({
             "nodeSelector": {"kubernetes.io/os": "linux"},
             "tolerations": [{"key": "infra", "operator": "Exists", "effect": "NoSchedule"}],
