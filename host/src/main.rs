@@ -91,8 +91,19 @@ struct TestArgs {
     /// Where `<policy>.wasm` modules are.
     #[arg(long, default_value = "dist")]
     dist: PathBuf,
+    /// `text`: a verdict table; `json`: every scenario's full result
+    /// (response and patched object included) as one JSON document.
+    #[arg(short, long, value_enum, default_value_t = TestOutput::Text)]
+    output: TestOutput,
     #[command(flatten)]
     limits: LimitArgs,
+}
+
+/// How `test` reports.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TestOutput {
+    Text,
+    Json,
 }
 
 #[derive(Args)]
@@ -218,37 +229,70 @@ fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no scenarios (directories with expect.json) below the given directories");
     }
     let runtime = Runtime::new(args.limits.limits())?;
-    let mut store = PolicyStore::new(&runtime, args.dist.clone()).with_metadata_dir(policies_dir(&args.dist));
-    let (mut passed, mut failed) = (0, 0);
-    let width = dirs
+    let mut store = PolicyStore::new(&runtime, args.dist.clone())
+        .with_metadata_dir(policies_dir(&args.dist));
+    let outcomes: Vec<scenario::Outcome> =
+        dirs.iter().map(|dir| scenario::run(dir, &mut store)).collect();
+    let failed = outcomes.iter().filter(|o| !o.passed()).count();
+    let passed = outcomes.len() - failed;
+    match args.output {
+        TestOutput::Text => print_table(&outcomes),
+        TestOutput::Json => {
+            let results: Vec<serde_json::Value> = outcomes.iter().map(outcome_json).collect();
+            let document = serde_json::json!({
+                "results": results,
+                "passed": passed,
+                "failed": failed,
+            });
+            println!("{}", serde_json::to_string_pretty(&document)?);
+        }
+    }
+    // The summary CI systems read; on stderr when stdout is data.
+    let summary = format!("{passed} passed, {failed} failed");
+    match args.output {
+        TestOutput::Text => println!("{summary}"),
+        TestOutput::Json => eprintln!("{summary}"),
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn print_table(outcomes: &[scenario::Outcome]) {
+    let width = outcomes
         .iter()
-        .map(|d| display(d).len())
+        .map(|o| display(&o.dir).len())
         .max()
         .unwrap_or(0)
         .min(70);
-    for dir in &dirs {
-        let outcome = scenario::run(dir, &mut store);
+    for outcome in outcomes {
         let status = if outcome.passed() { "PASS" } else { "FAIL" };
         println!(
             "{status}  {:<width$}  {:<8}  {}",
-            display(dir),
+            display(&outcome.dir),
             outcome.verdict,
             truncate(&one_line(&outcome.message), 100),
         );
         for failure in &outcome.failures {
             println!("      - {}", one_line(failure));
         }
-        if outcome.passed() {
-            passed += 1;
-        } else {
-            failed += 1;
-        }
     }
-    println!("{passed} passed, {failed} failed");
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+}
+
+/// One scenario's result as data: what was expected to hold, what failed,
+/// and the full response with the patch applied.
+fn outcome_json(outcome: &scenario::Outcome) -> serde_json::Value {
+    serde_json::json!({
+        "scenario": display(&outcome.dir),
+        "policy": outcome.policy,
+        "passed": outcome.passed(),
+        "verdict": outcome.verdict,
+        "message": outcome.message,
+        "failures": outcome.failures,
+        "response": outcome.response,
+        "patchedObject": outcome.patched_object,
     })
 }
 

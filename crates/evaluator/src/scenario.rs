@@ -138,6 +138,9 @@ pub struct Outcome {
     pub failures: Vec<String>,
     /// The full response, when the module answered.
     pub response: Option<AdmissionResponse>,
+    /// The request's object with the response's patch applied, when the
+    /// module mutated it.
+    pub patched_object: Option<Value>,
 }
 
 impl Outcome {
@@ -157,6 +160,7 @@ pub fn run(dir: &Path, store: &mut PolicyStore) -> Outcome {
         message: String::new(),
         failures: Vec::new(),
         response: None,
+        patched_object: None,
     };
     if let Err(e) = evaluate(dir, store, &mut outcome) {
         outcome.failures.push(format!("{e:#}"));
@@ -212,6 +216,7 @@ fn evaluate(dir: &Path, store: &mut PolicyStore, outcome: &mut Outcome) -> anyho
     outcome.verdict = verdict_word(&response).into();
     outcome.message = response.message().to_string();
     check(&expect, &request, &response, &mut outcome.failures)?;
+    outcome.patched_object = response.patched_object(&request)?;
     outcome.response = Some(response);
     Ok(())
 }
