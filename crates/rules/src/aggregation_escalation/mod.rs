@@ -16,7 +16,7 @@ mod tests;
 
 use olm_guard_core::{AdmissionRequest, Cluster, Operation, PolicySettings, Verdict};
 use olm_guard_rbac::{ClusterRole, RBAC_GROUP, SYSTEM_MASTERS, from_json};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::common::read_or_bad_request;
 use change::Change;
@@ -34,7 +34,7 @@ pub enum Mode {
 
 /// The policy settings (`mode`, `allowFeeding`), as the README's settings
 /// table describes them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Settings {
     /// What an aggregationRule author must hold (rules 2 and 3).

@@ -13,7 +13,7 @@ mod messages;
 mod tests;
 
 use olm_guard_core::{AdmissionRequest, Cluster, Operation, PolicySettings, Verdict};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 const OPERATORS_GROUP: &str = "operators.coreos.com";
@@ -22,7 +22,7 @@ const OPERATOR_GROUP_KIND: &str = "OperatorGroup";
 const CSV_KIND: &str = "ClusterServiceVersion";
 
 /// The rule has no settings; unknown keys are rejected so a typo is noticed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Settings {}
 

@@ -17,10 +17,10 @@ mod tests;
 
 use olm_guard_core::{AdmissionRequest, Cluster, Operation, PolicySettings, Verdict};
 use olm_guard_olm::scope::{self, SCOPE_INSTANCE, SCOPE_TEMPLATE};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The policy settings, as the README's settings table describes them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Settings {
     /// ScopeTemplate rules may not name cluster-scoped resources or
