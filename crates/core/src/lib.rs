@@ -22,6 +22,7 @@ pub mod decode;
 pub mod meta;
 pub mod nullable;
 pub mod protocol;
+pub mod selector;
 pub mod settings;
 pub mod verdict;
 

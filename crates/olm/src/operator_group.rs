@@ -20,8 +20,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
+use olm_guard_core::selector::{LabelSelector, Selector};
 use olm_guard_core::{ObjectMeta, nullable};
-use olm_guard_rbac::{LabelSelector, Selector};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;

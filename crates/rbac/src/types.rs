@@ -5,8 +5,7 @@
 //! failing to parse them. Serialisation writes Kubernetes JSON back (empty
 //! optional lists omitted), so these types can be handed to the host too.
 
-use std::collections::BTreeMap;
-
+use olm_guard_core::selector::LabelSelector;
 use olm_guard_core::{ObjectMeta, decode, nullable};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -46,36 +45,6 @@ pub struct PolicyRule {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub non_resource_urls: Vec<String>,
-}
-
-/// `metav1.LabelSelector`. Evaluate it through [`crate::Selector`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct LabelSelector {
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub match_labels: BTreeMap<String, String>,
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub match_expressions: Vec<LabelSelectorRequirement>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct LabelSelectorRequirement {
-    #[serde(deserialize_with = "nullable::deserialize")]
-    pub key: String,
-    #[serde(deserialize_with = "nullable::deserialize")]
-    pub operator: String,
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub values: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

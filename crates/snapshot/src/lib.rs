@@ -4,8 +4,8 @@
 //! cluster. The host serves modules from it; rule unit tests and the native
 //! speed baseline use it directly as their [`Cluster`].
 
-mod fields;
 mod load;
+mod masks;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -15,13 +15,12 @@ use olm_guard_core::protocol::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
     SubjectAccessReviewStatus,
 };
+use olm_guard_core::selector::{FieldSelector, Selector};
 use olm_guard_core::{Cluster, ContextError, ObjectMeta, UserInfo};
-use olm_guard_rbac::{ClusterRole, RbacStore, Role, RoleBinding, Selector};
+use olm_guard_rbac::{ClusterRole, RbacStore, Role, RoleBinding};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-
-pub use fields::FieldSelector;
 
 const RBAC_API_VERSION: &str = "rbac.authorization.k8s.io/v1";
 
@@ -176,7 +175,7 @@ impl Snapshot {
             })
             .map(|object| match masks {
                 [] => Cow::Borrowed(object),
-                _ => Cow::Owned(fields::mask(object, masks)),
+                _ => Cow::Owned(masks::mask(object, masks)),
             })
             .collect();
         let list = ListOut {
@@ -229,7 +228,7 @@ impl Cluster for Snapshot {
                 let meta = ObjectMeta::of(object);
                 meta.name == r.name && meta.namespace == namespace
             })
-            .map(|object| fields::mask(object, r.field_masks.as_deref().unwrap_or(&[])))
+            .map(|object| masks::mask(object, r.field_masks.as_deref().unwrap_or(&[])))
             .ok_or_else(|| {
                 // Kubewarden's own wording, so messages match a real cluster.
                 ContextError(format!(
