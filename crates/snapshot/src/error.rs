@@ -103,7 +103,7 @@ impl SnapshotError {
         match &self.problem {
             Problem::WrongRbacField { object, .. }
             | Problem::UnservedRbacVersion { object }
-            | Problem::Duplicate { object, .. } => Some(object),
+            | Problem::Duplicate { object, .. } => Some(object.as_ref()),
             Problem::NotYaml(_) | Problem::NotAnObject(_) | Problem::NoType(_) => None,
         }
     }
@@ -136,7 +136,7 @@ pub enum Problem {
     )]
     WrongRbacField {
         /// The object.
-        object: ObjectRef,
+        object: Box<ObjectRef>,
         /// The field, as a path below the object (`subjects[0].name`), and
         /// serde's account of the mismatch.
         error: FieldTypeError,
@@ -150,7 +150,7 @@ pub enum Problem {
     )]
     UnservedRbacVersion {
         /// The object.
-        object: ObjectRef,
+        object: Box<ObjectRef>,
     },
     /// A second object with the same apiVersion, kind, namespace and name.
     #[error(
@@ -159,9 +159,9 @@ pub enum Problem {
     )]
     Duplicate {
         /// The object.
-        object: ObjectRef,
+        object: Box<ObjectRef>,
         /// Where the first one was read.
-        first: Location,
+        first: Box<Location>,
     },
 }
 

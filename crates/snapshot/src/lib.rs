@@ -338,8 +338,8 @@ impl Snapshot {
                 return Err(SnapshotError {
                     at,
                     problem: Problem::Duplicate {
-                        object: object_ref,
-                        first: first.clone(),
+                        object: Box::new(object_ref),
+                        first: Box::new(first.clone()),
                     },
                 });
             }
@@ -446,11 +446,11 @@ fn read_rbac(object_ref: &ObjectRef, object: &Value) -> Result<Option<Rbac>, Pro
     }
     if object_ref.api_version != RBAC_API_VERSION {
         return Err(Problem::UnservedRbacVersion {
-            object: object_ref.clone(),
+            object: Box::new(object_ref.clone()),
         });
     }
     let wrong_field = |error| Problem::WrongRbacField {
-        object: object_ref.clone(),
+        object: Box::new(object_ref.clone()),
         error,
     };
     Ok(Some(match kind {
