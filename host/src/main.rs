@@ -15,7 +15,7 @@ use olm_guard_evaluator::input as admission;
 use olm_guard_evaluator::scenario::{self, PolicyStore};
 use olm_guard_evaluator::Policy;
 use olm_guard_runtime::{Limits, Metadata, Runtime};
-use olm_guard_snapshot::Snapshot;
+use olm_guard_snapshot::{ApiResources, LoadOptions, Snapshot};
 
 #[derive(Parser)]
 #[command(
@@ -59,6 +59,52 @@ impl LimitArgs {
     }
 }
 
+/// The cluster snapshot an evaluation answers host calls from.
+#[derive(Args)]
+struct SnapshotArgs {
+    /// Cluster snapshot: multi-document YAML or a List (`kubectl get ... -o
+    /// yaml`); repeatable.
+    #[arg(long)]
+    cluster: Vec<PathBuf>,
+    /// Which kinds are cluster-scoped: `kubectl api-resources -o wide` output
+    /// or a YAML list of `{apiVersion, kind, namespaced}`; layered over the
+    /// built-in table.
+    #[arg(long, value_name = "FILE")]
+    api_resources: Option<PathBuf>,
+    /// Report unreadable snapshot objects on stderr and go on without them,
+    /// instead of stopping at the first.
+    #[arg(long)]
+    lenient: bool,
+}
+
+impl SnapshotArgs {
+    /// The snapshot of every `--cluster` file; problems are errors, or
+    /// warnings on stderr with `--lenient`.
+    fn load(&self) -> anyhow::Result<Snapshot> {
+        let mut snapshot = Snapshot::new();
+        if let Some(path) = &self.api_resources {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let table = ApiResources::parse(&text).with_context(|| path.display().to_string())?;
+            snapshot.add_api_resources(table);
+        }
+        let options = if self.lenient {
+            LoadOptions::LENIENT
+        } else {
+            LoadOptions::STRICT
+        };
+        for path in &self.cluster {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let source = path.display().to_string();
+            for warning in snapshot.add_source(&source, &text, options)? {
+                eprintln!("olm-guard: warning: {warning}");
+            }
+        }
+        Ok(snapshot)
+    }
+}
+
 #[derive(Args)]
 struct RunArgs {
     /// The policy module (.wasm).
@@ -70,9 +116,8 @@ struct RunArgs {
     /// Policy settings, JSON or YAML.
     #[arg(long)]
     settings: Option<PathBuf>,
-    /// Cluster snapshot: multi-document YAML or a List; repeatable.
-    #[arg(long)]
-    cluster: Vec<PathBuf>,
+    #[command(flatten)]
+    snapshot: SnapshotArgs,
     /// metadata.yml to use instead of the module's embedded metadata.
     #[arg(long)]
     metadata: Option<PathBuf>,
@@ -118,8 +163,8 @@ struct BenchArgs {
     request: Option<PathBuf>,
     #[arg(long)]
     settings: Option<PathBuf>,
-    #[arg(long)]
-    cluster: Vec<PathBuf>,
+    #[command(flatten)]
+    snapshot: SnapshotArgs,
     /// Where workload modules (`<policy>.wasm`) are.
     #[arg(long, default_value = "dist")]
     dist: PathBuf,
@@ -168,7 +213,7 @@ fn one_line(text: &str) -> String {
 fn read_inputs(
     request: &Path,
     settings: Option<&Path>,
-    cluster: &[PathBuf],
+    snapshot: &SnapshotArgs,
 ) -> anyhow::Result<(serde_json::Value, serde_json::Value, Snapshot)> {
     let request = admission::admission_request(admission::read_document(request)?)
         .with_context(|| request.display().to_string())?;
@@ -177,20 +222,12 @@ fn read_inputs(
         None => None,
     })
     .context("--settings")?;
-    let mut snapshot = Snapshot::new();
-    for path in cluster {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        snapshot
-            .add_yaml(&text)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    }
-    Ok((request, settings, snapshot))
+    Ok((request, settings, snapshot.load()?))
 }
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (request, settings, snapshot) =
-        read_inputs(&args.request, args.settings.as_deref(), &args.cluster)?;
+        read_inputs(&args.request, args.settings.as_deref(), &args.snapshot)?;
     let runtime = Runtime::new(args.limits.limits())?;
     let policy = Policy::load(&runtime, &args.policy, args.metadata.as_deref())?;
     if policy.metadata.is_none() {
@@ -320,7 +357,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let mut reports = Vec::new();
     if let (Some(module), Some(request)) = (&args.policy, &args.request) {
         let (request, settings, snapshot) =
-            read_inputs(request, args.settings.as_deref(), &args.cluster)?;
+            read_inputs(request, args.settings.as_deref(), &args.snapshot)?;
         let policy = Policy::load(&runtime, module, None)?;
         reports.push(bench::measure(
             "input",

@@ -25,6 +25,7 @@ pub mod nullable;
 pub mod protocol;
 #[cfg(feature = "response")]
 pub mod response;
+pub mod selector;
 pub mod settings;
 pub mod verdict;
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use olm_guard_core::response::AdmissionResponse;
 use olm_guard_runtime::Runtime;
-use olm_guard_snapshot::Snapshot;
+use olm_guard_snapshot::{LoadOptions, Snapshot};
 
 use crate::input as admission;
 use crate::policy::Policy;
@@ -205,12 +205,11 @@ fn evaluate(dir: &Path, store: &mut PolicyStore, outcome: &mut Outcome) -> anyho
     let request =
         admission::admission_request(admission::read_document(&dir.join("request.json"))?)?;
     let cluster_path = dir.join("cluster.yaml");
-    let snapshot = if cluster_path.is_file() {
+    let mut snapshot = Snapshot::new();
+    if cluster_path.is_file() {
         let text = std::fs::read_to_string(&cluster_path)?;
-        Snapshot::from_yaml(&text).map_err(|e| anyhow::anyhow!("cluster.yaml: {e}"))?
-    } else {
-        Snapshot::new()
-    };
+        snapshot.add_source("cluster.yaml", &text, LoadOptions::STRICT)?;
+    }
     let evaluation = policy.validate(&request, &settings, Arc::new(snapshot))?;
     let response = evaluation.response;
     outcome.verdict = verdict_word(&response).into();

@@ -1,11 +1,12 @@
 //! `ClusterObjectSet` (`olm.operatorframework.io/v1`, cluster-scoped): one
-//! immutable revision of a set of objects (operator-controller, domain.md §2).
+//! immutable revision of a set of objects, which operator-framework/operator-controller
+//! creates for each ClusterExtension rollout.
 //!
 //! Only the fields the revision policies read are typed. `spec.group` and
 //! `spec.revision` stay raw JSON so that a string `"3"`, a `2.5` or a `-1`
 //! is reported as exactly that instead of as a parse error, and
-//! `spec.group` (seed 000's proposal) does not exist in the upstream CRD, so
-//! nothing but its value tells us what a client meant.
+//! `spec.group` is olm-guard's addition, absent from operator-controller's
+//! CRD, so nothing but its value tells us what a client meant.
 
 use olm_guard_core::{ObjectMeta, nullable};
 use serde::Deserialize;
@@ -15,14 +16,15 @@ use serde_json::{Map, Value};
 pub const GROUP: &str = "olm.operatorframework.io";
 /// `apiVersion` to list it with.
 pub const API_VERSION: &str = "olm.operatorframework.io/v1";
+/// The kind.
 pub const KIND: &str = "ClusterObjectSet";
 /// The plural resource, as RBAC names it.
 pub const RESOURCE: &str = "clusterobjectsets";
-/// The RBAC-only subresource of seed 000: a grant of `manage` on
+/// The RBAC-only subresource olm-guard's group-authorization policy checks: a grant of `manage` on
 /// `clusterobjectsets/groups` (optionally by resource name) is the right to
 /// write revisions of a group. The API server serves no such endpoint.
 pub const GROUPS_SUBRESOURCE: &str = "groups";
-/// The custom verb of seed 000 for that grant.
+/// The custom verb of that grant.
 pub const MANAGE_VERB: &str = "manage";
 /// operator-controller's grouping label (`labels.OwnerNameKey`): the
 /// ClusterExtension name on every revision it creates, and the only grouping
@@ -33,12 +35,16 @@ pub const OWNER_NAME_LABEL: &str = "olm.operatorframework.io/owner-name";
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ClusterObjectSet {
+    /// The object's metadata (name, owner-name label).
     #[serde(deserialize_with = "nullable::deserialize")]
     pub metadata: ObjectMeta,
+    /// The parts of `spec` the policies read.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub spec: ClusterObjectSetSpec,
 }
 
+/// `spec` of a ClusterObjectSet, raw where a wrong type must be reported as
+/// written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ClusterObjectSetSpec {
@@ -46,7 +52,8 @@ pub struct ClusterObjectSetSpec {
     pub group: Value,
     /// Raw: see [`ClusterObjectSet::revision`].
     pub revision: Value,
-    /// Raw: `Active` or `Archived` upstream; only ever quoted in messages.
+    /// Raw: `Active` or `Archived` in operator-controller's CRD; only ever
+    /// quoted in messages.
     pub lifecycle_state: Value,
 }
 
@@ -145,6 +152,7 @@ impl ClusterObjectSet {
             .map_err(|e| format!("{} has the wrong type ({})", e.path, e.reason))
     }
 
+    /// `metadata.name`.
     pub fn name(&self) -> &str {
         &self.metadata.name
     }
@@ -156,6 +164,7 @@ impl ClusterObjectSet {
             .filter(|label| !label.is_empty())
     }
 
+    /// What `spec.group` holds: unset, a name, or a value of the wrong type.
     pub fn spec_group(&self) -> SpecGroup<'_> {
         match &self.spec.group {
             Value::Null => SpecGroup::Unset,
@@ -167,8 +176,8 @@ impl ClusterObjectSet {
 
     /// The revision group this object counts in: `spec.group` when it is a
     /// non-empty string, else the owner-name label, so that objects created
-    /// before `spec.group` existed still count (contract rule 3 of
-    /// revision-uniqueness). `None`: the object is in no group.
+    /// before `spec.group` existed still count in the revision-uniqueness
+    /// policy. `None`: the object is in no group.
     pub fn group(&self) -> Option<&str> {
         match self.spec_group() {
             SpecGroup::Name(group) => Some(group),
@@ -339,7 +348,7 @@ mod tests {
 
     #[test]
     fn real_samples_read_as_revision_one_in_no_group() {
-        // docs/draft/concepts/clusterobjectsets.md: upstream objects carry
+        // operator-controller's docs/draft/concepts/clusterobjectsets.md: its objects carry
         // neither spec.group nor the label unless a ClusterExtension made them.
         let sample = cos(json!({
             "apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterObjectSet",

@@ -1,5 +1,9 @@
 //! OperatorGroups, ClusterServiceVersions and OLM's provided-API intersection
-//! algorithm, ported from OLM so a policy decides exactly what OLM would:
+//! algorithm, ported from OLM (operator-framework/operator-lifecycle-manager;
+//! `groups.go`, `operatorgroup.go` and `labeler.go` are in
+//! `pkg/controller/operators/olm/`, `cache.APISet` in
+//! `pkg/controller/registry/resolver/cache/`) so a policy decides exactly
+//! what OLM would:
 //!
 //! * [`ApiKey`] / [`ApiSet`]: `cache.APISet` and the `olm.providedAPIs`
 //!   annotation parser/printer (`GVKStringToProvidedAPISet`, `APISet.String`);
@@ -20,8 +24,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
+use olm_guard_core::selector::{LabelSelector, Selector};
 use olm_guard_core::{ObjectMeta, nullable};
-use olm_guard_rbac::{LabelSelector, Selector};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -46,12 +50,16 @@ pub const NAMESPACE_ALL: &str = "";
 /// so it is never stored here.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ApiKey {
+    /// The API group (`""` for the core group).
     pub group: String,
+    /// The version, e.g. `v1alpha1`.
     pub version: String,
+    /// The kind, e.g. `EtcdCluster`.
     pub kind: String,
 }
 
 impl ApiKey {
+    /// The key of `kind` in `group`/`version`.
     pub fn new(group: &str, version: &str, kind: &str) -> ApiKey {
         ApiKey {
             group: group.to_string(),
@@ -87,6 +95,7 @@ impl fmt::Display for ApiKey {
 pub struct ApiSet(HashSet<ApiKey>);
 
 impl ApiSet {
+    /// The empty set.
     pub fn new() -> ApiSet {
         ApiSet::default()
     }
@@ -94,7 +103,7 @@ impl ApiSet {
     /// `GVKStringToProvidedAPISet`: every space is deleted, the value split
     /// at commas, and pieces that are not `Kind.version.group` are dropped
     /// silently (OLM does the same, so a typo simply provides nothing).
-    /// Comparison stays case-sensitive, as upstream.
+    /// Comparison stays case-sensitive, as in OLM.
     pub fn parse_annotation(value: &str) -> ApiSet {
         value
             .replace(' ', "")
@@ -103,34 +112,42 @@ impl ApiSet {
             .collect()
     }
 
+    /// Adds `key`; `false` when it was already there.
     pub fn insert(&mut self, key: ApiKey) -> bool {
         self.0.insert(key)
     }
 
+    /// Whether `key` is in the set.
     pub fn contains(&self, key: &ApiKey) -> bool {
         self.0.contains(key)
     }
 
+    /// Number of APIs.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether the set holds no API.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// The APIs, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = &ApiKey> {
         self.0.iter()
     }
 
+    /// The APIs in either set (`APISet.Union`).
     pub fn union(&self, other: &ApiSet) -> ApiSet {
         self.0.union(&other.0).cloned().collect()
     }
 
+    /// The APIs in both sets (`APISet.Intersection`).
     pub fn intersection(&self, other: &ApiSet) -> ApiSet {
         self.0.intersection(&other.0).cloned().collect()
     }
 
+    /// The APIs of this set that are not in `other` (`APISet.Difference`).
     pub fn difference(&self, other: &ApiSet) -> ApiSet {
         self.0.difference(&other.0).cloned().collect()
     }
@@ -177,6 +194,7 @@ impl FromIterator<ApiKey> for ApiSet {
 pub struct NamespaceSet(HashSet<String>);
 
 impl NamespaceSet {
+    /// The set of `namespaces`; `[""]` is all namespaces.
     pub fn new<I, S>(namespaces: I) -> NamespaceSet
     where
         I: IntoIterator<Item = S>,
@@ -236,14 +254,17 @@ impl NamespaceSet {
         self.is_all_namespaces() || self.0.contains(namespace)
     }
 
+    /// Number of names (1 for all namespaces).
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether the set holds no namespace (a group that targets nothing).
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// The names in sorted order, for stable messages.
     pub fn sorted(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.0.iter().map(String::as_str).collect();
         names.sort_unstable();
@@ -275,19 +296,28 @@ pub fn target_set(namespaces: &[String], own_namespace: &str) -> NamespaceSet {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OperatorGroup {
+    /// The group's metadata; the `olm.providedAPIs` annotation lives here.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub metadata: ObjectMeta,
+    /// How the group chooses its target namespaces.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub spec: OperatorGroupSpec,
+    /// What OLM last wrote; `None` before OLM synced the group.
     pub status: Option<OperatorGroupStatus>,
 }
 
+/// `spec` of an OperatorGroup.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OperatorGroupSpec {
+    /// Targets the namespaces whose labels match, when `targetNamespaces`
+    /// is empty.
     pub selector: Option<LabelSelector>,
+    /// Targets these namespaces; wins over `selector`.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub target_namespaces: Vec<String>,
+    /// Whether OLM leaves the `olm.providedAPIs` annotation as the user
+    /// wrote it instead of computing it.
     #[serde(
         rename = "staticProvidedAPIs",
         deserialize_with = "nullable::deserialize"
@@ -295,6 +325,7 @@ pub struct OperatorGroupSpec {
     pub static_provided_apis: bool,
 }
 
+/// `status` of an OperatorGroup, as OLM writes it.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OperatorGroupStatus {
@@ -423,11 +454,13 @@ fn dedup(names: &[String]) -> Vec<String> {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct Namespace {
+    /// The namespace's name and labels.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub metadata: ObjectMeta,
 }
 
 impl Namespace {
+    /// A namespace called `name` with `labels`.
     pub fn named(name: &str, labels: BTreeMap<String, String>) -> Namespace {
         Namespace {
             metadata: ObjectMeta {
@@ -446,9 +479,13 @@ impl Namespace {
 /// What OLM's intersection logic knows of a group (`OperatorGroupSurface`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GroupSurface {
+    /// The group's namespace.
     pub namespace: String,
+    /// The group's name.
     pub name: String,
+    /// The target set OLM intersects ([`target_set`]).
     pub targets: NamespaceSet,
+    /// The APIs the group provides (its `olm.providedAPIs`).
     pub provided_apis: ApiSet,
 }
 
@@ -544,22 +581,28 @@ pub fn reconcile_api_intersection(
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ClusterServiceVersion {
+    /// The CSV's metadata; copies carry OLM's annotation and label.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub metadata: ObjectMeta,
+    /// The owned and required APIs.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub spec: CsvSpec,
+    /// `status.reason`, which marks copies.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub status: CsvStatus,
 }
 
+/// `spec` of a ClusterServiceVersion: its API descriptions.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CsvSpec {
+    /// `spec.customresourcedefinitions`: CRD-backed APIs.
     #[serde(
         rename = "customresourcedefinitions",
         deserialize_with = "nullable::deserialize"
     )]
     pub custom_resource_definitions: CrdDescriptions,
+    /// `spec.apiservicedefinitions`: APIService-backed APIs.
     #[serde(
         rename = "apiservicedefinitions",
         deserialize_with = "nullable::deserialize"
@@ -567,52 +610,68 @@ pub struct CsvSpec {
     pub api_service_definitions: ApiServiceDescriptions,
 }
 
+/// The CRD-backed APIs a CSV owns and requires.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CrdDescriptions {
+    /// APIs the operator provides.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub owned: Vec<CrdDescription>,
+    /// APIs the operator needs from others.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub required: Vec<CrdDescription>,
 }
 
+/// One CRD-backed API of a CSV.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CrdDescription {
     /// `<plural>.<group>`, the CRD's name.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub name: String,
+    /// The API version served.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub version: String,
+    /// The kind.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub kind: String,
 }
 
+/// The APIService-backed APIs a CSV owns and requires.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ApiServiceDescriptions {
+    /// APIs the operator provides.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub owned: Vec<ApiServiceDescription>,
+    /// APIs the operator needs from others.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub required: Vec<ApiServiceDescription>,
 }
 
+/// One APIService-backed API of a CSV.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ApiServiceDescription {
+    /// The APIService's name.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub name: String,
+    /// The API group.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub group: String,
+    /// The API version.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub version: String,
+    /// The kind.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub kind: String,
 }
 
+/// `status` of a ClusterServiceVersion, as far as copies are concerned.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CsvStatus {
+    /// `Copied` on the copies OLM makes in target namespaces.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub reason: String,
 }
@@ -623,6 +682,7 @@ pub struct CsvStatus {
 pub struct CrdNameError {
     /// Index in `spec.customresourcedefinitions.owned`.
     pub index: usize,
+    /// The name as written.
     pub name: String,
 }
 
@@ -802,7 +862,7 @@ mod tests {
         let set = apis(" Goose.v1alpha1.birds.com , ,Moose.v1alpha1.mammals.com,,");
         assert_eq!(set.len(), 2);
         assert!(set.contains(&key("birds.com", "v1alpha1", "Goose")));
-        // Comparison is case-sensitive: upstream has a TODO, no lower-casing.
+        // Comparison is case-sensitive: OLM has a TODO, no lower-casing.
         assert!(!set.contains(&key("birds.com", "v1alpha1", "goose")));
         assert!(apis("").is_empty());
     }
@@ -1035,7 +1095,7 @@ mod tests {
         assert_eq!(target_set(&strings(&["a"]), "own"), ns(&["a", "own"]));
         assert_eq!(target_set(&[], "own"), ns(&[]));
         assert_eq!(target_set(&strings(&[""]), "own"), NamespaceSet::all());
-        // Only the first element is looked at, as upstream.
+        // Only the first element is looked at, as in OLM.
         assert_eq!(target_set(&strings(&["", "a"]), "own"), ns(&["", "a"]));
         assert_eq!(
             target_set(&strings(&["a", ""]), "own"),

@@ -1,13 +1,14 @@
-//! oria's `ScopeTemplate` and `ScopeInstance` (domain.md §5, seed 003).
+//! `ScopeTemplate` and `ScopeInstance` of oria (awgreene/oria-operator), the
+//! operator that grants an operator's RBAC in chosen namespaces only.
 //!
 //! A ScopeTemplate lists ClusterRoles an operator needs; oria creates each
 //! one literally NAMED `generateName` (not a generated name) with the entry's
 //! `rules`. A ScopeInstance names a template and a set of namespaces; oria then
 //! binds every ClusterRole of the template to the entry's `subjects` with one
 //! RoleBinding per namespace, or one ClusterRoleBinding when `namespaces` is
-//! empty. Both kinds are cluster-scoped and exist in two API groups: the
-//! proof of concept's `operators.io.operator-framework` and the seed's
-//! `operators.coreos.com`, both at `v1alpha1`.
+//! empty. Both kinds are cluster-scoped and exist in two API groups: oria's
+//! own `operators.io.operator-framework` and OLM's `operators.coreos.com`,
+//! both at `v1alpha1`.
 
 use olm_guard_core::{ObjectMeta, nullable};
 use olm_guard_rbac::{PolicyRule, Subject};
@@ -15,16 +16,18 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// The API group of the oria proof of concept.
+/// The API group oria's CRDs use.
 pub const ORIA_GROUP: &str = "operators.io.operator-framework";
-/// The API group the seed (and OLM) uses for the same kinds.
+/// OLM's API group, in which the policies accept the same kinds.
 pub const OLM_GROUP: &str = "operators.coreos.com";
 /// Both groups serve the kinds; a policy treats them alike.
 pub const GROUPS: [&str; 2] = [OLM_GROUP, ORIA_GROUP];
 /// The only version either group serves.
 pub const VERSION: &str = "v1alpha1";
 
+/// The ScopeTemplate kind.
 pub const SCOPE_TEMPLATE: &str = "ScopeTemplate";
+/// The ScopeInstance kind.
 pub const SCOPE_INSTANCE: &str = "ScopeInstance";
 
 /// `apiVersion` of the kinds in `group`.
@@ -32,18 +35,24 @@ pub fn api_version(group: &str) -> String {
     format!("{group}/{VERSION}")
 }
 
+/// A ScopeTemplate: the ClusterRoles an operator needs, to be bound by
+/// ScopeInstances.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ScopeTemplate {
+    /// The template's metadata; ScopeInstances name it by `name`.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub metadata: ObjectMeta,
+    /// The ClusterRoles.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub spec: ScopeTemplateSpec,
 }
 
+/// `spec` of a ScopeTemplate.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ScopeTemplateSpec {
+    /// The ClusterRoles oria creates, each with the subjects to bind.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub cluster_roles: Vec<ClusterRoleTemplate>,
 }
@@ -53,10 +62,13 @@ pub struct ScopeTemplateSpec {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ClusterRoleTemplate {
+    /// Despite its name, the literal name of the ClusterRole oria creates.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub generate_name: String,
+    /// The ClusterRole's rules.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub rules: Vec<PolicyRule>,
+    /// Who a ScopeInstance binds the ClusterRole to.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub subjects: Vec<Subject>,
 }
@@ -69,18 +81,24 @@ impl ClusterRoleTemplate {
     }
 }
 
+/// A ScopeInstance: binds a ScopeTemplate's ClusterRoles in namespaces (or
+/// cluster-wide).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ScopeInstance {
+    /// The instance's metadata.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub metadata: ObjectMeta,
+    /// The template and namespaces.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub spec: ScopeInstanceSpec,
 }
 
+/// `spec` of a ScopeInstance.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ScopeInstanceSpec {
+    /// The ScopeTemplate whose ClusterRoles are bound.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub scope_template_name: String,
     /// Empty means cluster-wide: oria creates a ClusterRoleBinding.
@@ -89,12 +107,16 @@ pub struct ScopeInstanceSpec {
 }
 
 impl ScopeTemplate {
+    /// Reads a ScopeTemplate from an admission object; the error names the field
+    /// of the wrong type (`spec.clusterRoles[0].rules has the wrong type ...`).
     pub fn from_object(object: &Value) -> Result<ScopeTemplate, String> {
         read(object)
     }
 }
 
 impl ScopeInstance {
+    /// Reads a ScopeInstance from an admission object; the error names the field
+    /// of the wrong type (`spec.clusterRoles[0].rules has the wrong type ...`).
     pub fn from_object(object: &Value) -> Result<ScopeInstance, String> {
         read(object)
     }
@@ -107,7 +129,7 @@ fn read<T: DeserializeOwned>(object: &Value) -> Result<T, String> {
 
 /// Why `name` cannot be a ClusterRole name, if it cannot. RBAC names are
 /// validated as path segments only (apimachinery `ValidatePathSegmentName`,
-/// used by `ValidateRBACName`), so `fooClusterRole-` from the seed is legal.
+/// used by `ValidateRBACName`), so a name like `fooClusterRole-` is legal.
 pub fn cluster_role_name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("it is empty".to_string());
@@ -149,7 +171,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The ScopeTemplate of oria's docs/tutorial.md (shared/realworld/oria).
+    /// The ScopeTemplate of oria's `docs/tutorial.md` (awgreene/oria-operator).
     fn tutorial() -> Value {
         serde_json::from_str(include_str!(
             "../tests/fixtures/oria-tutorial-scopetemplate.json"

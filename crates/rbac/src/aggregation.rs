@@ -3,7 +3,9 @@
 //! which roles an aggregationRule selects, and which aggregated roles a
 //! role's labels feed.
 
-use crate::{ClusterRole, PolicyRule, RbacStore, Selector};
+use olm_guard_core::selector::Selector;
+
+use crate::{ClusterRole, PolicyRule, RbacStore};
 
 /// The selectors of `role`'s aggregationRule, in order; none without one.
 /// An invalid selector is an error naming its index, which is how a

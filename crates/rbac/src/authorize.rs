@@ -30,10 +30,13 @@ pub fn rule_allows_non_resource(rule: &PolicyRule, verb: &str, path: &str) -> bo
     verb_matches(rule, verb) && non_resource_url_matches(rule, path)
 }
 
+/// Whether the rule lists `verb` or `*`.
 pub fn verb_matches(rule: &PolicyRule, verb: &str) -> bool {
     rule.verbs.iter().any(|v| v == ALL || v == verb)
 }
 
+/// Whether the rule lists the API group `group` (`""` is the core group)
+/// or `*`.
 pub fn api_group_matches(rule: &PolicyRule, group: &str) -> bool {
     rule.api_groups.iter().any(|g| g == ALL || g == group)
 }

@@ -7,8 +7,10 @@ use serde::de::DeserializeOwned;
 
 use crate::{RBAC_API_VERSION, RbacStore};
 
-/// ClusterRoles + ClusterRoleBindings via list_all, plus Roles + RoleBindings of `namespace` via list_by_namespace
-/// when non-empty (apiVersion "rbac.authorization.k8s.io/v1", kinds ClusterRole, ClusterRoleBinding, Role, RoleBinding)
+/// The RBAC objects a rule needs for `namespace`: every ClusterRole and
+/// ClusterRoleBinding (`list_resources_all`) and, when `namespace` is not
+/// empty, its Roles and RoleBindings (`list_resources_by_namespace`), all as
+/// `rbac.authorization.k8s.io/v1`.
 ///
 /// A module that calls this must declare those kinds in its
 /// `contextAwareResources` (the Role kinds only when it passes a namespace).

@@ -43,10 +43,12 @@ pub fn breakdown(rule: &PolicyRule) -> Vec<PolicyRule> {
     atoms
 }
 
-/// Ok(()) when every servant atom is covered by one owner rule; Err(uncovered atoms) otherwise.
+/// Whether `owner` grants everything `servant` grants: `Ok(())` when every
+/// atom of `servant` (see [`breakdown`]) is covered by one owner rule, else
+/// the atoms that are not.
 ///
 /// Atoms are checked against single owner rules, never a combination, as
-/// upstream does: owner rules `{get on pods}` and `{list on pods}` cover a
+/// `Covers` does: owner rules `{get on pods}` and `{list on pods}` cover a
 /// servant `{get, list on pods}` because the servant is split first.
 pub fn covers(owner: &[PolicyRule], servant: &[PolicyRule]) -> Result<(), Vec<PolicyRule>> {
     let uncovered = Holder::new(owner).uncovered(servant);
@@ -64,6 +66,7 @@ pub struct Holder<'a> {
 }
 
 impl<'a> Holder<'a> {
+    /// Prepares `owner`'s rules for checks.
     pub fn new(owner: &'a [PolicyRule]) -> Self {
         Holder {
             rules: owner.iter().map(OwnerRule::new).collect(),
@@ -81,7 +84,8 @@ impl<'a> Holder<'a> {
 }
 
 /// What `cluster-admin` holds: every verb on every resource of every group,
-/// and every verb on every non-resource URL. Upstream `fullAuthority`.
+/// and every verb on every non-resource URL (`fullAuthority` in kubernetes
+/// `pkg/registry/rbac/clusterrole/policybased/storage.go`).
 pub fn full_authority() -> Vec<PolicyRule> {
     vec![
         PolicyRule::resource(&[ALL], &[ALL], &[ALL]),
@@ -111,7 +115,8 @@ impl<'a> OwnerRule<'a> {
         }
     }
 
-    /// upstream `ruleCovers`, for any servant rule (atoms in practice).
+    /// `ruleCovers` of `policy_comparator.go`, for any servant rule (atoms
+    /// in practice).
     fn covers(&self, servant: &PolicyRule) -> bool {
         let names = if servant.resource_names.is_empty() {
             self.names.is_empty()
@@ -179,7 +184,9 @@ mod tests {
         assert!(breakdown(&r(&["*"], &["*"], &[])).is_empty());
     }
 
-    /// The cases of upstream `policy_comparator_test.go` and domain.md §3.3.
+    /// The cases of kubernetes/component-helpers
+    /// `auth/rbac/validation/policy_comparator_test.go`, and the narrow
+    /// wildcards of this module's doc.
     #[test]
     fn covers_table() {
         let cases: Vec<(&str, Vec<PolicyRule>, Vec<PolicyRule>, bool)> = vec![

@@ -26,12 +26,10 @@ pub mod cluster;
 pub mod compact;
 pub mod covers;
 pub mod resolver;
-pub mod selector;
 pub mod types;
 
 pub use covers::{Holder, breakdown, covers, full_authority};
 pub use resolver::{Decision, RbacStore};
-pub use selector::Selector;
 pub use types::*;
 
 /// The group the API server's privileged-group authorizer allows everything,

@@ -18,7 +18,10 @@ use crate::{ClusterRole, PolicyRule, Role, RoleBinding, SYSTEM_MASTERS, Subject}
 /// An authorization answer and, as the API server gives it, why.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Decision {
+    /// Whether the request is allowed.
     pub allowed: bool,
+    /// The binding that allowed it, or what no bound role allows, in the
+    /// words of a SubjectAccessReview's `reason`.
     pub reason: String,
 }
 
@@ -64,7 +67,7 @@ impl Bindings {
                             by_user.entry(username).or_default().push((b, s));
                         }
                     }
-                    // Any other kind matches nobody, as upstream `appliesToUser`.
+                    // Any other kind matches nobody, as in `appliesToUser` of `rule.go`.
                     _ => {}
                 }
             }
@@ -77,7 +80,7 @@ impl Bindings {
     }
 
     /// The bindings that apply to `user`, in list order, each with the first
-    /// subject that matched (upstream reports that one in its reason).
+    /// subject that matched (the API server names that one in its reason).
     fn applying_to(&self, user: &UserInfo) -> Vec<(&RoleBinding, &Subject)> {
         let mut first_subject: BTreeMap<usize, usize> = BTreeMap::new();
         let hits = self
@@ -103,8 +106,8 @@ impl Bindings {
 }
 
 /// A ServiceAccount subject's namespace defaults to the binding's; without
-/// either it matches nobody (upstream: an SA subject without namespace in a
-/// ClusterRoleBinding is inert).
+/// either it matches nobody (in the API server, a ServiceAccount subject
+/// without a namespace in a ClusterRoleBinding is inert).
 fn service_account_username(subject: &Subject, binding_namespace: &str) -> Option<String> {
     let namespace = if subject.namespace.is_empty() {
         binding_namespace
@@ -125,7 +128,8 @@ struct Grant<'a> {
 }
 
 impl Grant<'_> {
-    /// upstream `clusterRoleBindingDescriber`/`roleBindingDescriber`.
+    /// The wording of `clusterRoleBindingDescriber`/`roleBindingDescriber`
+    /// in `rule.go`.
     fn describe(&self) -> String {
         let subject = match self.subject.kind.as_str() {
             "ServiceAccount" => {
@@ -154,6 +158,8 @@ impl Grant<'_> {
 }
 
 impl RbacStore {
+    /// Indexes the objects. A later Role or ClusterRole of the same name
+    /// (and namespace) replaces an earlier one; bindings are all kept.
     pub fn new(
         cluster_roles: Vec<ClusterRole>,
         roles: Vec<Role>,
@@ -197,14 +203,17 @@ impl RbacStore {
         self.cluster_roles.values()
     }
 
+    /// The ClusterRole `name`, if there is one.
     pub fn cluster_role(&self, name: &str) -> Option<&ClusterRole> {
         self.cluster_roles.get(name)
     }
 
+    /// The Role `name` of `namespace`, if there is one.
     pub fn role(&self, namespace: &str, name: &str) -> Option<&Role> {
         self.roles.get(namespace)?.get(name)
     }
 
+    /// Every ClusterRoleBinding, in the order given.
     pub fn cluster_role_bindings(&self) -> &[RoleBinding] {
         &self.cluster_role_bindings.items
     }
@@ -217,7 +226,10 @@ impl RbacStore {
             .unwrap_or_default()
     }
 
-    /// rules reached through ClusterRoleBindings, plus RoleBindings of `namespace` when non-empty; dangling roleRefs contribute nothing
+    /// The rules `user` holds in `namespace`: those of the roles bound to
+    /// them by ClusterRoleBindings and, when `namespace` is not empty, by
+    /// the RoleBindings of `namespace`. A binding whose role does not exist
+    /// contributes nothing.
     pub fn rules_for(&self, user: &UserInfo, namespace: &str) -> Vec<PolicyRule> {
         self.grants(user, namespace)
             .into_iter()
@@ -225,7 +237,42 @@ impl RbacStore {
             .collect()
     }
 
-    /// system:masters => allowed; else any rule of rules_for(user, attrs.namespace) allows attrs
+    /// The RBAC authorizer's answer to a resource request, as the API server
+    /// gives it to a SubjectAccessReview: members of `system:masters` are
+    /// allowed everything (the privileged-group authorizer that runs before
+    /// RBAC); anyone else is allowed when one rule of
+    /// [`RbacStore::rules_for`] in the request's namespace allows it
+    /// (kubernetes `plugin/pkg/auth/authorizer/rbac/rbac.go`, `Authorize`
+    /// and `RuleAllows`).
+    ///
+    /// ```
+    /// use olm_guard_core::UserInfo;
+    /// use olm_guard_core::protocol::ResourceAttributes;
+    /// use olm_guard_rbac::{PolicyRule, RbacStore, Role, RoleBinding, RoleRef, Subject};
+    ///
+    /// let mut reader = Role::default();
+    /// reader.metadata.name = "config-reader".into();
+    /// reader.metadata.namespace = "team-a".into();
+    /// reader.rules = vec![PolicyRule::resource(&["get", "list"], &[""], &["configmaps"])];
+    /// let mut binding = RoleBinding::default();
+    /// binding.metadata.name = "alice-reads-config".into();
+    /// binding.metadata.namespace = "team-a".into();
+    /// binding.subjects = vec![Subject { kind: "User".into(), name: "alice".into(), ..Default::default() }];
+    /// binding.role_ref = RoleRef { kind: "Role".into(), name: "config-reader".into(), ..Default::default() };
+    /// let store = RbacStore::new(vec![], vec![reader], vec![], vec![binding]);
+    ///
+    /// let alice = UserInfo { username: "alice".into(), ..Default::default() };
+    /// let get = ResourceAttributes::new("get", "", "configmaps").namespace("team-a");
+    /// let decision = store.authorize(&alice, &get);
+    /// assert!(decision.allowed);
+    /// assert_eq!(
+    ///     decision.reason,
+    ///     "RBAC: allowed by RoleBinding \"alice-reads-config/team-a\" of Role \"config-reader\" to User \"alice\""
+    /// );
+    /// // A RoleBinding grants nothing outside its namespace.
+    /// let elsewhere = ResourceAttributes::new("get", "", "configmaps").namespace("team-b");
+    /// assert!(!store.authorize(&alice, &elsewhere).allowed);
+    /// ```
     pub fn authorize(&self, user: &UserInfo, attrs: &ResourceAttributes) -> Decision {
         let namespace = attrs.namespace.as_deref().unwrap_or("");
         self.decide(
@@ -284,7 +331,7 @@ impl RbacStore {
     }
 
     /// ClusterRoleBindings first, then the RoleBindings of `namespace`,
-    /// as upstream `VisitRulesFor`. A binding whose role does not exist
+    /// as `VisitRulesFor` of `rule.go`. A binding whose role does not exist
     /// grants nothing, as in the API server (the error is not fatal).
     fn grants<'a>(&'a self, user: &UserInfo, namespace: &'a str) -> Vec<Grant<'a>> {
         let cluster = self
@@ -311,7 +358,7 @@ impl RbacStore {
             .collect()
     }
 
-    /// upstream `GetRoleReferenceRules`: by `roleRef.kind` only; a Role is
+    /// `GetRoleReferenceRules` of `rule.go`: by `roleRef.kind` only; a Role is
     /// looked up in the binding's namespace ("" for a ClusterRoleBinding,
     /// where no Role lives).
     fn role_ref_rules(&self, binding: &RoleBinding, namespace: &str) -> Option<&[PolicyRule]> {

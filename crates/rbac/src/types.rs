@@ -5,8 +5,7 @@
 //! failing to parse them. Serialisation writes Kubernetes JSON back (empty
 //! optional lists omitted), so these types can be handed to the host too.
 
-use std::collections::BTreeMap;
-
+use olm_guard_core::selector::LabelSelector;
 use olm_guard_core::{ObjectMeta, decode, nullable};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -23,23 +22,29 @@ pub fn from_json<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct PolicyRule {
+    /// The verbs allowed (`get`, `list`, ...), or `*` for all.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub verbs: Vec<String>,
+    /// The API groups of `resources` (`""` is the core group), or `*`.
     #[serde(
         deserialize_with = "nullable::deserialize",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub api_groups: Vec<String>,
+    /// The resources (`pods`), subresources (`pods/log`, `*/scale`), or `*`.
     #[serde(
         deserialize_with = "nullable::deserialize",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub resources: Vec<String>,
+    /// The object names the rule is restricted to; empty for all.
     #[serde(
         deserialize_with = "nullable::deserialize",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub resource_names: Vec<String>,
+    /// Non-resource URLs (`/healthz`, `/api/*`); only in ClusterRoles, and
+    /// only without `resources`.
     #[serde(
         rename = "nonResourceURLs",
         deserialize_with = "nullable::deserialize",
@@ -48,57 +53,38 @@ pub struct PolicyRule {
     pub non_resource_urls: Vec<String>,
 }
 
-/// `metav1.LabelSelector`. Evaluate it through [`crate::Selector`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct LabelSelector {
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub match_labels: BTreeMap<String, String>,
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub match_expressions: Vec<LabelSelectorRequirement>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct LabelSelectorRequirement {
-    #[serde(deserialize_with = "nullable::deserialize")]
-    pub key: String,
-    #[serde(deserialize_with = "nullable::deserialize")]
-    pub operator: String,
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub values: Vec<String>,
-}
-
+/// A ClusterRole's `aggregationRule`: the controller sets the role's rules to
+/// the union of the rules of the ClusterRoles its selectors match.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AggregationRule {
+    /// Label selectors over ClusterRoles; a role matched by any of them is
+    /// aggregated.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub cluster_role_selectors: Vec<LabelSelector>,
 }
 
+/// A ClusterRole: rules that hold in every namespace when bound by a
+/// ClusterRoleBinding, or in one namespace when bound by a RoleBinding.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ClusterRole {
+    /// The role's metadata; `labels` are what aggregation selects on.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub metadata: ObjectMeta,
+    /// The rules granted (for an aggregated role, as the controller last
+    /// wrote them).
     #[serde(deserialize_with = "nullable::deserialize")]
     pub rules: Vec<PolicyRule>,
+    /// Present on aggregated roles; see [`ClusterRole::has_aggregation_rule`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregation_rule: Option<AggregationRule>,
 }
 
 impl ClusterRole {
-    /// upstream `hasAggregationRule`: a rule with no selectors aggregates
-    /// nothing and so needs no privilege.
+    /// Whether the role is aggregated, as `hasAggregationRule` (kubernetes
+    /// `pkg/registry/rbac/clusterrole/policybased/storage.go`) decides: a
+    /// rule with no selectors aggregates nothing and so needs no privilege.
     pub fn has_aggregation_rule(&self) -> bool {
         self.aggregation_rule
             .as_ref()
@@ -106,11 +92,14 @@ impl ClusterRole {
     }
 }
 
+/// A Role: rules that hold in its own namespace.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Role {
+    /// The role's metadata; `namespace` is where its rules hold.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub metadata: ObjectMeta,
+    /// The rules granted.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub rules: Vec<PolicyRule>,
 }
@@ -119,15 +108,20 @@ pub struct Role {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Subject {
+    /// `User`, `Group` or `ServiceAccount`; any other kind matches nobody.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub kind: String,
+    /// The user, group or ServiceAccount name.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub name: String,
+    /// The ServiceAccount's namespace; defaults to the binding's.
     #[serde(
         deserialize_with = "nullable::deserialize",
         skip_serializing_if = "String::is_empty"
     )]
     pub namespace: String,
+    /// `rbac.authorization.k8s.io` for users and groups, `""` for
+    /// ServiceAccounts; not checked.
     #[serde(
         deserialize_with = "nullable::deserialize",
         skip_serializing_if = "String::is_empty"
@@ -135,13 +129,18 @@ pub struct Subject {
     pub api_group: String,
 }
 
+/// The role a binding grants.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RoleRef {
+    /// Always `rbac.authorization.k8s.io`; not checked.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub api_group: String,
+    /// `ClusterRole` or `Role` (a Role only in a RoleBinding, from its own
+    /// namespace).
     #[serde(deserialize_with = "nullable::deserialize")]
     pub kind: String,
+    /// The role's name.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub name: String,
 }
@@ -151,10 +150,13 @@ pub struct RoleRef {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RoleBinding {
+    /// The binding's metadata; `namespace` is empty for a ClusterRoleBinding.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub metadata: ObjectMeta,
+    /// Who is granted the role.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub subjects: Vec<Subject>,
+    /// The role granted.
     #[serde(deserialize_with = "nullable::deserialize")]
     pub role_ref: RoleRef,
 }

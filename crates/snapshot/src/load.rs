@@ -1,35 +1,72 @@
-//! Reading snapshot files.
+//! Reading snapshot sources into located objects.
 
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Every object of a multi-document YAML (JSON is YAML too); `List`
-/// documents (`kind: List` or `kind: <Kind>List` with `items`) are unpacked.
-pub fn objects_from_yaml(text: &str) -> Result<Vec<Value>, String> {
-    let mut objects = Vec::new();
+use crate::error::{Location, Problem, SnapshotError};
+
+/// Every object of a multi-document YAML (JSON is YAML too), with where it
+/// was read; `List` documents (`kind: List` or `kind: <Kind>List` with
+/// `items`) are unpacked. Problems come in order among the objects; after a
+/// YAML syntax error nothing more can be read (the parser would repeat it).
+pub(crate) fn objects_from_yaml(
+    source: &str,
+    text: &str,
+) -> Vec<Result<(Location, Value), SnapshotError>> {
+    let mut read = Vec::new();
     for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
-        let value = Value::deserialize(document)
-            .map_err(|e| format!("document {}: not valid YAML: {e}", index + 1))?;
+        let at = Location {
+            source: source.to_string(),
+            document: Some(index + 1),
+            item: None,
+        };
+        let value = match Value::deserialize(document) {
+            Ok(value) => value,
+            Err(e) => {
+                read.push(Err(SnapshotError {
+                    at,
+                    problem: Problem::NotYaml(e.to_string()),
+                }));
+                break;
+            }
+        };
         match value {
             Value::Null => {}
-            Value::Object(ref map) if is_list(map) => {
-                let items = map
-                    .get("items")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                objects.extend(items);
+            Value::Object(mut map) if is_list(&map) => {
+                let items = match map.remove("items") {
+                    Some(Value::Array(items)) => items,
+                    _ => Vec::new(),
+                };
+                for (item, object) in items.into_iter().enumerate() {
+                    read.push(object_at(
+                        Location {
+                            item: Some(item),
+                            ..at.clone()
+                        },
+                        object,
+                    ));
+                }
             }
-            Value::Object(_) => objects.push(value),
-            _ => {
-                return Err(format!(
-                    "document {}: expected a Kubernetes object",
-                    index + 1
-                ));
-            }
+            value => read.push(object_at(at, value)),
         }
     }
-    Ok(objects)
+    read
+}
+
+/// `value` if it is an object, else why not.
+pub(crate) fn object_at(at: Location, value: Value) -> Result<(Location, Value), SnapshotError> {
+    let found = match value {
+        Value::Object(_) => return Ok((at, value)),
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a sequence",
+    };
+    Err(SnapshotError {
+        at,
+        problem: Problem::NotAnObject(found),
+    })
 }
 
 fn is_list(map: &serde_json::Map<String, Value>) -> bool {
@@ -41,8 +78,8 @@ fn is_list(map: &serde_json::Map<String, Value>) -> bool {
             .is_some_and(|items| items.is_array() || items.is_null())
 }
 
-/// `(apiVersion, kind)` of an object, or why it cannot be served.
-pub fn type_of(object: &Value) -> Result<(String, String), String> {
+/// `(apiVersion, kind)` of an object, or the problem naming it.
+pub(crate) fn type_of(object: &Value) -> Result<(String, String), Problem> {
     let field = |key: &str| {
         object
             .get(key)
@@ -50,18 +87,22 @@ pub fn type_of(object: &Value) -> Result<(String, String), String> {
             .filter(|s| !s.is_empty())
             .map(str::to_string)
     };
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("<unnamed>");
     match (field("apiVersion"), field("kind")) {
         (Some(api_version), Some(kind)) => Ok((api_version, kind)),
-        _ => Err(format!("object {name:?} has no apiVersion and kind")),
+        _ => {
+            let meta = olm_guard_core::ObjectMeta::of(object);
+            let name = match (meta.namespace.as_str(), meta.name.as_str()) {
+                (_, "") => "<unnamed>".to_string(),
+                ("", name) => name.to_string(),
+                (namespace, name) => format!("{namespace}/{name}"),
+            };
+            Err(Problem::NoType(name))
+        }
     }
 }
 
 /// What policy-server strips from served objects, so policies see the same.
-pub fn strip_server_noise(object: &mut Value) {
+pub(crate) fn strip_server_noise(object: &mut Value) {
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
         if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {

@@ -22,7 +22,7 @@ use crate::common::read_or_bad_request;
 use change::Change;
 
 /// How much an aggregationRule author must hold.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Upstream parity: full authority (what `cluster-admin` holds).

@@ -10,7 +10,7 @@ use olm_guard_core::{Cluster, ClusterExt, ContextError, Verdict};
 use olm_guard_olm::operator_group::{
     GroupSurface, Namespace, NamespaceSet, OperatorGroup, select_namespaces, target_set,
 };
-use olm_guard_rbac::Selector;
+use olm_guard_core::selector::Selector;
 
 use super::{OPERATOR_GROUP_API_VERSION, OPERATOR_GROUP_KIND};
 

@@ -1,15 +1,67 @@
-//! Label selectors: the structured form (`matchLabels`/`matchExpressions`)
-//! and the string form of `kubectl -l` and list calls, both turned into one
-//! requirement model (apimachinery `pkg/labels/selector.go` and
-//! `metav1.LabelSelectorAsSelector`), so that what a selector in an object
-//! matches and what the same selector sent to a list call returns agree.
+//! Label and field selectors, kept with the object types as kube-core does.
+//!
+//! * [`Selector`]: label selectors in both forms, the structured
+//!   [`LabelSelector`] of an object (`matchLabels`/`matchExpressions`) and the
+//!   string of `kubectl -l` and list calls, turned into one requirement model
+//!   (kubernetes/apimachinery `pkg/labels/selector.go` and
+//!   `LabelSelectorAsSelector` in `pkg/apis/meta/v1/helpers.go`), so that what
+//!   a selector in an object matches and what the same selector sent to a
+//!   list call returns agree.
+//! * [`FieldSelector`]: the field selectors the Kubewarden host supports for
+//!   every kind, `metadata.name` and `metadata.namespace`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use crate::LabelSelector;
+use serde::{Deserialize, Serialize};
 
-/// A conjunction of requirements. No requirement = matches everything.
+use crate::{ObjectMeta, nullable};
+
+/// `metav1.LabelSelector`, as written in objects. Evaluate it through
+/// [`Selector::from_label_selector`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LabelSelector {
+    /// `key: value` pairs that must all be present (each is an `In` of one
+    /// value).
+    #[serde(
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub match_labels: BTreeMap<String, String>,
+    /// Requirements that must all hold.
+    #[serde(
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+/// `metav1.LabelSelectorRequirement`: one entry of `matchExpressions`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LabelSelectorRequirement {
+    /// The label key the requirement is about.
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist`; anything else is refused
+    /// by [`Selector::from_label_selector`].
+    #[serde(deserialize_with = "nullable::deserialize")]
+    pub operator: String,
+    /// The values of `In`/`NotIn`; empty for `Exists`/`DoesNotExist`.
+    #[serde(
+        deserialize_with = "nullable::deserialize",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub values: Vec<String>,
+}
+
+/// A label selector: a conjunction of requirements on an object's labels.
+/// No requirement matches everything.
+///
+/// Built from either form, [`Selector::parse`] for strings and
+/// [`Selector::from_label_selector`] for objects; printed
+/// ([`Display`](fmt::Display)) in the string form the API server accepts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selector {
     requirements: Vec<Requirement>,
@@ -36,8 +88,13 @@ enum Operator {
 }
 
 impl Selector {
-    /// `metav1.LabelSelectorAsSelector`: an empty selector (no labels, no
-    /// expressions) selects everything.
+    /// The structured form, as `LabelSelectorAsSelector`
+    /// (kubernetes/apimachinery `pkg/apis/meta/v1/helpers.go`): an empty
+    /// selector (no labels, no expressions) selects everything.
+    ///
+    /// An operator other than `In`, `NotIn`, `Exists` or `DoesNotExist`, or
+    /// a key or value the API server would refuse, is an error saying which
+    /// key and why.
     pub fn from_label_selector(s: &LabelSelector) -> Result<Selector, String> {
         let mut requirements = Vec::new();
         for (key, value) in &s.match_labels {
@@ -69,6 +126,21 @@ impl Selector {
     /// The string grammar of `kubectl -l` and the list APIs:
     /// `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`,
     /// `a>1`, `a<1`; a comma joins requirements (AND); `""` selects everything.
+    /// The error quotes the selector and says what was expected where.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use olm_guard_core::selector::Selector;
+    ///
+    /// let selector = Selector::parse("app in (web, api), !legacy").unwrap();
+    /// let labels = BTreeMap::from([("app".to_string(), "web".to_string())]);
+    /// assert!(selector.matches(&labels));
+    /// // Printed in canonical order, in the form the API server accepts.
+    /// assert_eq!(selector.to_string(), "app in (api,web),!legacy");
+    ///
+    /// let err = Selector::parse("app in (web").unwrap_err();
+    /// assert!(err.starts_with("invalid label selector \"app in (web\""));
+    /// ```
     pub fn parse(s: &str) -> Result<Selector, String> {
         Parser::new(s)
             .parse()
@@ -76,10 +148,12 @@ impl Selector {
             .map_err(|e| format!("invalid label selector \"{s}\": {e}"))
     }
 
+    /// Whether `labels` meet every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
     }
 
+    /// Whether the selector has no requirement and so matches every object.
     pub fn is_everything(&self) -> bool {
         self.requirements.is_empty()
     }
@@ -394,10 +468,98 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// One `field=value` or `field!=value` term of a [`FieldSelector`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FieldRequirement {
+    field: Field,
+    equals: bool,
+    value: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Name,
+    Namespace,
+}
+
+/// A parsed `fieldSelector` (`metadata.name=x,metadata.namespace!=y`).
+///
+/// Only the fields the API server supports for every kind are accepted
+/// (kubernetes/apimachinery `pkg/fields/selector.go` for the grammar,
+/// `DefaultMetaV1FieldSelectorConversion` in `pkg/runtime/conversion.go`
+/// for the fields); kind-specific fields
+/// such as a Pod's `spec.nodeName` are refused, as Kubewarden's host does not
+/// serve them either.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSelector {
+    requirements: Vec<FieldRequirement>,
+}
+
+impl FieldSelector {
+    /// Parses `field=value`, `field==value` and `field!=value` terms joined
+    /// by commas; `""` selects everything.
+    ///
+    /// ```
+    /// use olm_guard_core::ObjectMeta;
+    /// use olm_guard_core::selector::FieldSelector;
+    ///
+    /// let selector = FieldSelector::parse("metadata.namespace!=kube-system").unwrap();
+    /// let meta = ObjectMeta { name: "a".into(), namespace: "olm".into(), ..Default::default() };
+    /// assert!(selector.matches(&meta));
+    /// assert!(FieldSelector::parse("spec.nodeName=n1").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<FieldSelector, String> {
+        let mut requirements = Vec::new();
+        for term in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let (field, equals, value) = if let Some((f, v)) = term.split_once("!=") {
+                (f, false, v)
+            } else if let Some((f, v)) = term.split_once("==") {
+                (f, true, v)
+            } else if let Some((f, v)) = term.split_once('=') {
+                (f, true, v)
+            } else {
+                return Err(format!(
+                    "{term:?} is not of the form field=value or field!=value"
+                ));
+            };
+            let field = match field.trim() {
+                "metadata.name" => Field::Name,
+                "metadata.namespace" => Field::Namespace,
+                other => {
+                    return Err(format!(
+                        "field {other:?} is not supported (only metadata.name and metadata.namespace)"
+                    ));
+                }
+            };
+            requirements.push(FieldRequirement {
+                field,
+                equals,
+                value: value.trim().to_string(),
+            });
+        }
+        Ok(FieldSelector { requirements })
+    }
+
+    /// Whether the selector has no term and so matches every object.
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
+    /// Whether an object with `meta` meets every term.
+    pub fn matches(&self, meta: &ObjectMeta) -> bool {
+        self.requirements.iter().all(|r| {
+            let actual = match r.field {
+                Field::Name => &meta.name,
+                Field::Namespace => &meta.namespace,
+            };
+            (actual == &r.value) == r.equals
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::LabelSelectorRequirement;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -540,5 +702,33 @@ mod tests {
         assert_eq!(text, "a in (x,y),b=1,!c");
         assert_eq!(Selector::parse(&text).unwrap(), structured);
         assert_eq!(Selector::parse("!c, b==1, a in (y,x)").unwrap(), structured);
+    }
+
+    #[test]
+    fn field_selector_forms() {
+        let meta = ObjectMeta {
+            name: "a".into(),
+            namespace: "ns".into(),
+            ..Default::default()
+        };
+        assert!(
+            FieldSelector::parse("metadata.name=a")
+                .unwrap()
+                .matches(&meta)
+        );
+        assert!(
+            FieldSelector::parse("metadata.name==a,metadata.namespace=ns")
+                .unwrap()
+                .matches(&meta)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.namespace!=ns")
+                .unwrap()
+                .matches(&meta)
+        );
+        assert!(FieldSelector::parse("").unwrap().matches(&meta));
+        let err = FieldSelector::parse("spec.group=x").unwrap_err();
+        assert!(err.contains("spec.group"), "{err}");
+        assert!(FieldSelector::parse("metadata.name").is_err());
     }
 }
