@@ -270,3 +270,55 @@ fn an_evaluated_request_prints_an_admission_review() {
             "status": {"message": "no", "code": 403}, "warnings": ["w"]})
     );
 }
+
+/// A snapshot object that cannot be read stops the run naming the file, the
+/// document and the object; `--lenient` reports it and goes on without it.
+#[test]
+fn a_malformed_snapshot_object_is_named_with_its_file_and_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = write(dir.path(), "req.json", REQUEST);
+    let module = guest(dir.path(), r#"{"valid":true}"#, Some(r#"{"accepted":true}"#));
+    let cluster = write(
+        dir.path(),
+        "rbac.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\n\
+         metadata: {name: bob, namespace: a}\nsubjects: alice\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: r}\n",
+    );
+    let args = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--policy",
+            module.to_str().unwrap(),
+            "--request",
+            &request,
+            "--cluster",
+            &cluster,
+        ];
+        args.extend_from_slice(extra);
+        olm_guard(&args)
+    };
+    let out = args(&[]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    for part in ["rbac.yaml: document 2", "RoleBinding", "a/bob", "subjects"] {
+        assert!(err.contains(part), "{part:?} not in {err}");
+    }
+    let out = args(&["--lenient"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("warning: ") && err.contains("rbac.yaml: document 2"), "{err}");
+}
+
+/// A text file is not taken for a module (wasmtime would parse it as WAT).
+#[test]
+fn a_text_file_is_not_a_webassembly_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = write(dir.path(), "req.json", REQUEST);
+    let text = write(dir.path(), "policy.wasm", "hello\n");
+    let out = olm_guard(&["run", "--policy", &text, "--request", &request]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("not a WebAssembly module"), "{}", stderr(&out));
+}
+

@@ -30,6 +30,18 @@ impl std::fmt::Display for FieldTypeError {
 
 impl std::error::Error for FieldTypeError {}
 
+/// `a string`, `a list`, ...: a JSON value's type as messages name it.
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Deserialises `value`, keeping the path to a field of the wrong type.
 pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, FieldTypeError> {
     serde_path_to_error::deserialize(value).map_err(|e| FieldTypeError {

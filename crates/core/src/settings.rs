@@ -16,10 +16,18 @@ pub trait PolicySettings: DeserializeOwned + Default {
 
 /// `null` or absent settings are the defaults, as in Kubewarden.
 pub fn parse<S: PolicySettings>(value: &Value) -> Result<S, String> {
-    let settings: S = if value.is_null() {
-        S::default()
-    } else {
-        serde_json::from_value(value.clone()).map_err(|e| format!("invalid settings: {e}"))?
+    let settings: S = match value {
+        Value::Null => S::default(),
+        // serde reads a struct from a list too (its fields in order), which
+        // no policy's settings mean: Kubewarden's settings are a mapping.
+        Value::Object(_) => serde_json::from_value(value.clone())
+            .map_err(|e| format!("invalid settings: {e}"))?,
+        other => {
+            return Err(format!(
+                "invalid settings: expected a mapping of setting names to values, got {}",
+                crate::decode::json_type(other)
+            ));
+        }
     };
     settings.validate()?;
     Ok(settings)

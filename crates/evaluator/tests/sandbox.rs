@@ -73,6 +73,11 @@ impl HostCallback for Silent {
     }
 }
 
+/// [`GUEST`] as a binary module.
+fn guest() -> Vec<u8> {
+    wat::parse_str(GUEST).unwrap()
+}
+
 fn runtime(limits: Limits) -> Runtime {
     Runtime::new(limits).expect("runtime")
 }
@@ -80,7 +85,7 @@ fn runtime(limits: Limits) -> Runtime {
 #[test]
 fn echo_round_trips_payload() {
     let rt = runtime(Limits::default());
-    let module = rt.load(GUEST.as_bytes()).unwrap();
+    let module = rt.load(&guest()).unwrap();
     let answer = module.call("echo", b"{\"x\":1}", Arc::new(Silent)).unwrap();
     assert_eq!(answer, b"{\"x\":1}");
 }
@@ -88,10 +93,26 @@ fn echo_round_trips_payload() {
 #[test]
 fn guest_error_is_reported() {
     let rt = runtime(Limits::default());
-    let module = rt.load(GUEST.as_bytes()).unwrap();
+    let module = rt.load(&guest()).unwrap();
     let err = module.call("fail", b"", Arc::new(Silent)).unwrap_err();
     assert_eq!(err, CallError::Guest("failed on purpose".into()));
     assert_eq!(err.to_string(), "guest call failure: failed on purpose");
+}
+
+/// The epoch ticker lives as long as any module: a module kept after its
+/// runtime is dropped still stops at its deadline instead of spinning.
+#[test]
+fn a_module_that_outlives_its_runtime_still_has_a_deadline() {
+    let deadline = Duration::from_millis(100);
+    let module = {
+        let rt = runtime(Limits {
+            deadline,
+            ..Limits::default()
+        });
+        rt.load(&guest()).unwrap()
+    };
+    let err = module.call("loop", b"", Arc::new(Silent)).unwrap_err();
+    assert_eq!(err, CallError::DeadlineExceeded(deadline));
 }
 
 #[test]
@@ -101,7 +122,7 @@ fn endless_loop_is_stopped_at_the_deadline() {
         ..Limits::default()
     };
     let rt = runtime(limits);
-    let module = rt.load(GUEST.as_bytes()).unwrap();
+    let module = rt.load(&guest()).unwrap();
     let err = module.call("loop", b"", Arc::new(Silent)).unwrap_err();
     assert_eq!(err, CallError::DeadlineExceeded(Duration::from_millis(100)));
     assert!(
@@ -119,7 +140,7 @@ fn unbounded_allocation_is_stopped_at_the_memory_limit() {
         ..Limits::default()
     };
     let rt = runtime(limits);
-    let module = rt.load(GUEST.as_bytes()).unwrap();
+    let module = rt.load(&guest()).unwrap();
     let err = module.call("grow", b"", Arc::new(Silent)).unwrap_err();
     assert_eq!(err, CallError::MemoryLimitExceeded(8 << 20));
     assert!(err.to_string().contains("memory limit of 8 MiB"), "{err}");
@@ -129,13 +150,12 @@ fn unbounded_allocation_is_stopped_at_the_memory_limit() {
 fn a_non_wapc_module_is_refused_with_a_reason() {
     let rt = runtime(Limits::default());
     let err = rt.load(b"not wasm").err().expect("refused");
-    assert!(
-        format!("{err:#}").contains("not a loadable wasm module"),
-        "{err:#}"
-    );
-    let no_exports = "(module (import \"env\" \"f\" (func)))";
-    let err = rt.load(no_exports.as_bytes()).err().expect("refused");
-    assert!(format!("{err:#}").contains("cannot be linked"), "{err:#}");
+    assert!(err.to_string().contains("not a WebAssembly module"), "{err}");
+    let err = rt.load(b"\0asm garbage").err().expect("refused");
+    assert!(err.to_string().contains("not a loadable wasm module"), "{err}");
+    let no_exports = wat::parse_str("(module (import \"env\" \"f\" (func)))").unwrap();
+    let err = rt.load(&no_exports).err().expect("refused");
+    assert!(err.to_string().contains("cannot be linked"), "{err}");
 }
 
 const CLUSTER: &str = r#"
@@ -191,7 +211,7 @@ fn item_names(answer: &[u8]) -> Vec<String> {
 #[test]
 fn list_with_label_selector_through_the_guest() {
     let rt = runtime(Limits::default());
-    let module = rt.load(GUEST.as_bytes()).unwrap();
+    let module = rt.load(&guest()).unwrap();
     let host = host_with(&[("v1", "Namespace")], None);
     let all = module
         .call(
@@ -222,7 +242,7 @@ fn list_with_label_selector_through_the_guest() {
 #[test]
 fn undeclared_kind_gets_kubewardens_denial() {
     let rt = runtime(Limits::default());
-    let module = rt.load(GUEST.as_bytes()).unwrap();
+    let module = rt.load(&guest()).unwrap();
     let host = host_with(&[], None);
     let err = module
         .call(
@@ -244,7 +264,7 @@ fn undeclared_kind_gets_kubewardens_denial() {
 #[test]
 fn undeclared_capability_is_refused_and_unknown_ones_error() {
     let rt = runtime(Limits::default());
-    let module = rt.load(GUEST.as_bytes()).unwrap();
+    let module = rt.load(&guest()).unwrap();
     let host = host_with(&[("v1", "Namespace")], Some(vec!["kubernetes/can_i"]));
     let err = module
         .call(
@@ -271,7 +291,7 @@ fn undeclared_capability_is_refused_and_unknown_ones_error() {
 #[test]
 fn can_i_is_answered_from_the_snapshot_rbac() {
     let rt = runtime(Limits::default());
-    let module = rt.load(GUEST.as_bytes()).unwrap();
+    let module = rt.load(&guest()).unwrap();
     let host = host_with(&[], Some(vec!["kubernetes/*"]));
     let ask = |user: &str, verb: &str, groups: &str| {
         let payload = format!(

@@ -20,6 +20,7 @@ pub struct RuleEntry {
     evaluate: fn(Value, &Value, &dyn Cluster) -> Verdict,
     check_settings: fn(&Value) -> Result<(), String>,
     evaluate_payload: fn(&[u8], &dyn Cluster) -> Verdict,
+    default_settings: fn() -> Value,
 }
 
 impl RuleEntry {
@@ -33,6 +34,11 @@ impl RuleEntry {
     /// module's own entry point.
     pub fn evaluate_payload(&self, payload: &[u8], cluster: &dyn Cluster) -> Verdict {
         (self.evaluate_payload)(payload, cluster)
+    }
+
+    /// The settings a policy runs with when given none, as JSON.
+    pub fn default_settings(&self) -> Value {
+        (self.default_settings)()
     }
 
     /// The module's `validate_settings`.
@@ -53,6 +59,9 @@ macro_rules! rule {
                 evaluate_as::<crate::$module::Settings>(request, settings, cluster, crate::$module::validate)
             },
             check_settings: evaluate::check_settings::<crate::$module::Settings>,
+            default_settings: || {
+                serde_json::to_value(crate::$module::Settings::default()).unwrap_or(Value::Null)
+            },
             evaluate_payload: |payload, cluster| {
                 evaluate::evaluate_payload::<crate::$module::Settings>(
                     payload,
