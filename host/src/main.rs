@@ -11,9 +11,9 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use olm_guard_bench::{self as bench, Workload};
+use olm_guard_evaluator::Policy;
 use olm_guard_evaluator::input as admission;
 use olm_guard_evaluator::scenario::{self, PolicyStore};
-use olm_guard_evaluator::Policy;
 use olm_guard_runtime::{Limits, Metadata, Runtime};
 use olm_guard_snapshot::{ApiResources, LoadOptions, Snapshot};
 
@@ -266,10 +266,12 @@ fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no scenarios (directories with expect.json) below the given directories");
     }
     let runtime = Runtime::new(args.limits.limits())?;
-    let mut store = PolicyStore::new(&runtime, args.dist.clone())
-        .with_metadata_dir(policies_dir(&args.dist));
-    let outcomes: Vec<scenario::Outcome> =
-        dirs.iter().map(|dir| scenario::run(dir, &mut store)).collect();
+    let mut store =
+        PolicyStore::new(&runtime, args.dist.clone()).with_metadata_dir(policies_dir(&args.dist));
+    let outcomes: Vec<scenario::Outcome> = dirs
+        .iter()
+        .map(|dir| scenario::run(dir, &mut store))
+        .collect();
     let failed = outcomes.iter().filter(|o| !o.passed()).count();
     let passed = outcomes.len() - failed;
     match args.output {

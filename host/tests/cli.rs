@@ -277,7 +277,11 @@ fn an_evaluated_request_prints_an_admission_review() {
 fn a_malformed_snapshot_object_is_named_with_its_file_and_document() {
     let dir = tempfile::tempdir().unwrap();
     let request = write(dir.path(), "req.json", REQUEST);
-    let module = guest(dir.path(), r#"{"valid":true}"#, Some(r#"{"accepted":true}"#));
+    let module = guest(
+        dir.path(),
+        r#"{"valid":true}"#,
+        Some(r#"{"accepted":true}"#),
+    );
     let cluster = write(
         dir.path(),
         "rbac.yaml",
@@ -308,7 +312,10 @@ fn a_malformed_snapshot_object_is_named_with_its_file_and_document() {
     let out = args(&["--lenient"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("warning: ") && err.contains("rbac.yaml: document 2"), "{err}");
+    assert!(
+        err.contains("warning: ") && err.contains("rbac.yaml: document 2"),
+        "{err}"
+    );
 }
 
 /// A text file is not taken for a module (wasmtime would parse it as WAT).
@@ -319,6 +326,9 @@ fn a_text_file_is_not_a_webassembly_module() {
     let text = write(dir.path(), "policy.wasm", "hello\n");
     let out = olm_guard(&["run", "--policy", &text, "--request", &request]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("not a WebAssembly module"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a WebAssembly module"),
+        "{}",
+        stderr(&out)
+    );
 }
-

@@ -145,7 +145,9 @@ pub fn measure(
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         wasm.push(start.elapsed());
         let start = Instant::now();
-        std::hint::black_box(native_rule.evaluate_payload(std::hint::black_box(&payload), &*snapshot));
+        std::hint::black_box(
+            native_rule.evaluate_payload(std::hint::black_box(&payload), &*snapshot),
+        );
         native.push(start.elapsed());
     }
     Ok(Report {

@@ -20,8 +20,9 @@ pub fn parse<S: PolicySettings>(value: &Value) -> Result<S, String> {
         Value::Null => S::default(),
         // serde reads a struct from a list too (its fields in order), which
         // no policy's settings mean: Kubewarden's settings are a mapping.
-        Value::Object(_) => serde_json::from_value(value.clone())
-            .map_err(|e| format!("invalid settings: {e}"))?,
+        Value::Object(_) => {
+            serde_json::from_value(value.clone()).map_err(|e| format!("invalid settings: {e}"))?
+        }
         other => {
             return Err(format!(
                 "invalid settings: expected a mapping of setting names to values, got {}",

@@ -112,12 +112,11 @@ impl Policy {
         })?;
         let metadata = match metadata_file {
             Some(file) => {
-                let text =
-                    std::fs::read_to_string(file).map_err(|source| PolicyError::Read {
-                        what: "metadata",
-                        path: file.to_path_buf(),
-                        source,
-                    })?;
+                let text = std::fs::read_to_string(file).map_err(|source| PolicyError::Read {
+                    what: "metadata",
+                    path: file.to_path_buf(),
+                    source,
+                })?;
                 Some(
                     Metadata::from_yaml(&text).map_err(|source| PolicyError::Metadata {
                         path: file.to_path_buf(),

@@ -150,9 +150,15 @@ fn unbounded_allocation_is_stopped_at_the_memory_limit() {
 fn a_non_wapc_module_is_refused_with_a_reason() {
     let rt = runtime(Limits::default());
     let err = rt.load(b"not wasm").err().expect("refused");
-    assert!(err.to_string().contains("not a WebAssembly module"), "{err}");
+    assert!(
+        err.to_string().contains("not a WebAssembly module"),
+        "{err}"
+    );
     let err = rt.load(b"\0asm garbage").err().expect("refused");
-    assert!(err.to_string().contains("not a loadable wasm module"), "{err}");
+    assert!(
+        err.to_string().contains("not a loadable wasm module"),
+        "{err}"
+    );
     let no_exports = wat::parse_str("(module (import \"env\" \"f\" (func)))").unwrap();
     let err = rt.load(&no_exports).err().expect("refused");
     assert!(err.to_string().contains("cannot be linked"), "{err}");

@@ -7,11 +7,11 @@
 
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::wapc_guest::{self, CallResult};
+use olm_guard_core::evaluate::{check_settings, evaluate_payload};
 use olm_guard_core::protocol::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
     SubjectAccessReviewStatus,
 };
-use olm_guard_core::evaluate::{check_settings, evaluate_payload};
 use olm_guard_core::settings::PolicySettings;
 use olm_guard_core::{Capability, Cluster, ContextError, ContextErrorKind, Verdict};
 use serde::Serialize;
@@ -126,7 +126,10 @@ impl Cluster for HostCluster {
     }
 
     fn get(&self, request: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-        let target = format!("{}/{} \"{}\"", request.api_version, request.kind, request.name);
+        let target = format!(
+            "{}/{} \"{}\"",
+            request.api_version, request.kind, request.name
+        );
         self.call(Capability::Get, target, request)
     }
 

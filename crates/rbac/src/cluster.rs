@@ -2,7 +2,7 @@
 //! that evaluate RBAC themselves (Covers checks) instead of asking `can_i`.
 
 use olm_guard_core::protocol::{ListAllResourcesRequest, ListResourcesByNamespaceRequest};
-use olm_guard_core::{Cluster, ClusterExt, ContextError, ContextErrorKind};
+use olm_guard_core::{Cluster, ClusterExt, ContextError};
 use serde::de::DeserializeOwned;
 
 use crate::{RBAC_API_VERSION, RbacStore};
@@ -66,7 +66,7 @@ fn list_in<T: DeserializeOwned>(
 mod tests {
     use super::*;
     use olm_guard_core::protocol::{CanIRequest, GetResourceRequest, SubjectAccessReviewStatus};
-    use olm_guard_core::{NoCluster, UserInfo};
+    use olm_guard_core::{ContextErrorKind, NoCluster, UserInfo};
     use serde_json::json;
     use std::cell::RefCell;
 
@@ -87,7 +87,12 @@ mod tests {
                 "ClusterRoleBinding" => json!([{"metadata": {"name": "b"},
                     "subjects": [{"kind": "User", "name": "alice"}],
                     "roleRef": {"kind": "ClusterRole", "name": "reader"}}]),
-                _ => return Err(ContextError::new(ContextErrorKind::NotFound, format!("unexpected {}", r.kind))),
+                _ => {
+                    return Err(ContextError::new(
+                        ContextErrorKind::NotFound,
+                        format!("unexpected {}", r.kind),
+                    ));
+                }
             };
             Ok(serde_json::to_vec(&json!({"items": items})).unwrap())
         }

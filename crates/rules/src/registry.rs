@@ -56,7 +56,12 @@ macro_rules! rule {
             metadata_yaml: include_str!(concat!("../../../policies/", $name, "/metadata.yml")),
             readme: include_str!(concat!("../../../policies/", $name, "/README.md")),
             evaluate: |request, settings, cluster| {
-                evaluate_as::<crate::$module::Settings>(request, settings, cluster, crate::$module::validate)
+                evaluate_as::<crate::$module::Settings>(
+                    request,
+                    settings,
+                    cluster,
+                    crate::$module::validate,
+                )
             },
             check_settings: evaluate::check_settings::<crate::$module::Settings>,
             default_settings: || {

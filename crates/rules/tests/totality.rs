@@ -16,7 +16,9 @@ use olm_guard_snapshot::Snapshot;
 use serde_json::{Map, Value, json};
 
 /// What Rust's debug output looks like; no message may contain it.
-const DEBUG_OUTPUT: [&str; 6] = ["Some(", "None)", "Object {", "String(", "Number(", "Array ["];
+const DEBUG_OUTPUT: [&str; 6] = [
+    "Some(", "None)", "Object {", "String(", "Number(", "Array [",
+];
 
 fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
@@ -89,7 +91,9 @@ fn paths(request: &Value) -> Vec<Vec<String>> {
     };
     let mut paths: Vec<Vec<String>> = keys(Some(request)).into_iter().map(|k| vec![k]).collect();
     for side in ["object", "oldObject"] {
-        let Some(object) = request.get(side) else { continue };
+        let Some(object) = request.get(side) else {
+            continue;
+        };
         for key in keys(Some(object)) {
             paths.push(vec![side.into(), key.clone()]);
         }
@@ -115,7 +119,11 @@ fn assert_answers(rule: &RuleEntry, what: &str, evaluate: impl FnOnce() -> Verdi
         );
     }
     if !verdict.allowed {
-        assert!(!message.is_empty(), "{}: a denial without a message on {what}", rule.name);
+        assert!(
+            !message.is_empty(),
+            "{}: a denial without a message on {what}",
+            rule.name
+        );
     }
 }
 
@@ -146,13 +154,19 @@ fn every_rule_answers_odd_requests_with_a_verdict() {
                         continue;
                     };
                     let what = format!("{} = {value}", path.join("."));
-                    assert_answers(rule, &what, || rule.evaluate(odd.clone(), &settings, &snapshot));
+                    assert_answers(rule, &what, || {
+                        rule.evaluate(odd.clone(), &settings, &snapshot)
+                    });
                     assert_answers(rule, &what, || rule.evaluate(odd, &settings, &NoCluster));
                     evaluations += 2;
                 }
             }
         }
-        assert!(evaluations > 1_000, "{}: only {evaluations} evaluations", rule.name);
+        assert!(
+            evaluations > 1_000,
+            "{}: only {evaluations} evaluations",
+            rule.name
+        );
     }
 }
 
@@ -171,9 +185,15 @@ fn every_rule_refuses_settings_of_the_wrong_type() {
     for rule in RULES {
         let defaults = rule.default_settings();
         let Some(defaults) = defaults.as_object() else {
-            panic!("{}: default settings are not an object: {defaults}", rule.name);
+            panic!(
+                "{}: default settings are not an object: {defaults}",
+                rule.name
+            );
         };
-        assert!(rule.check_settings(&Value::Object(defaults.clone())).is_ok());
+        assert!(
+            rule.check_settings(&Value::Object(defaults.clone()))
+                .is_ok()
+        );
         for (key, default) in defaults {
             for value in wrong_types(default) {
                 let mut settings: Map<String, Value> = defaults.clone();
@@ -192,7 +212,10 @@ fn every_rule_refuses_settings_of_the_wrong_type() {
                 assert_eq!(verdict.code, Some(400), "{}: {key} = {value}", rule.name);
             }
         }
-        for settings in odd_values().into_iter().filter(|v| !v.is_object() && !v.is_null()) {
+        for settings in odd_values()
+            .into_iter()
+            .filter(|v| !v.is_object() && !v.is_null())
+        {
             assert!(
                 rule.check_settings(&settings).is_err(),
                 "{}: settings {settings} were accepted",

@@ -178,7 +178,8 @@ impl Metadata {
 /// The payload of the first custom section called `name`.
 pub fn custom_section<'a>(wasm: &'a [u8], name: &str) -> Result<Option<&'a [u8]>, MetadataError> {
     for payload in wasmparser::Parser::new(0).parse_all(wasm) {
-        if let wasmparser::Payload::CustomSection(reader) = payload.map_err(MetadataError::NotWasm)?
+        if let wasmparser::Payload::CustomSection(reader) =
+            payload.map_err(MetadataError::NotWasm)?
             && reader.name() == name
         {
             return Ok(Some(reader.data()));

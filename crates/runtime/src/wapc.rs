@@ -168,9 +168,7 @@ impl Runtime {
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut GuestState| &mut s.wasi)
             .map_err(LoadError::Link)?;
         link_wapc(&mut linker).map_err(LoadError::Link)?;
-        let pre = linker
-            .instantiate_pre(&module)
-            .map_err(LoadError::Link)?;
+        let pre = linker.instantiate_pre(&module).map_err(LoadError::Link)?;
         Ok(Module {
             engine: self.engine.clone(),
             pre,

@@ -517,10 +517,13 @@ impl Cluster for Snapshot {
             .map(|object| masks::mask(object, r.field_masks.as_deref().unwrap_or(&[])))
             .ok_or_else(|| {
                 // Kubewarden's own wording, so messages match a real cluster.
-                ContextError::new(ContextErrorKind::NotFound, format!(
-                    "Cannot find {}/{} named '{}' inside of namespace '{:?}'",
-                    r.api_version, r.kind, r.name, r.namespace
-                ))
+                ContextError::new(
+                    ContextErrorKind::NotFound,
+                    format!(
+                        "Cannot find {}/{} named '{}' inside of namespace '{:?}'",
+                        r.api_version, r.kind, r.name, r.namespace
+                    ),
+                )
             })
             .and_then(|object| serde_json::to_vec(&object).map_err(encode_error))
     }

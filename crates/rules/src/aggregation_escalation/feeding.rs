@@ -1,9 +1,9 @@
 //! Rule 4: a role whose labels another ClusterRole aggregates feeds it.
 
 use olm_guard_core::protocol::ResourceAttributes;
+use olm_guard_core::selector::Selector;
 use olm_guard_core::{Cluster, ClusterExt, Verdict};
 use olm_guard_rbac::aggregation::{fed_by, selectors_of};
-use olm_guard_core::selector::Selector;
 use olm_guard_rbac::{ClusterRole, RBAC_GROUP, RbacStore};
 
 use super::Settings;

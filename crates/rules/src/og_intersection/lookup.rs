@@ -6,11 +6,11 @@ use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 
 use olm_guard_core::protocol::ListAllResourcesRequest;
+use olm_guard_core::selector::Selector;
 use olm_guard_core::{Cluster, ClusterExt, ContextError, Verdict};
 use olm_guard_olm::operator_group::{
     GroupSurface, Namespace, NamespaceSet, OperatorGroup, select_namespaces, target_set,
 };
-use olm_guard_core::selector::Selector;
 
 use super::{OPERATOR_GROUP_API_VERSION, OPERATOR_GROUP_KIND};
 
