@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::Context;
 use clap::Args;
 
 use olm_guard_evaluator::Policy;
@@ -49,7 +50,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     policy.validate_settings(&settings)?;
     let evaluation = policy
         .validate(&request, &settings, Arc::new(snapshot))
-        .map_err(|e| anyhow::anyhow!("{}: {e}", args.policy.display()))?;
+        .with_context(|| args.policy.display().to_string())?;
     if args.trace {
         for call in &evaluation.calls {
             match &call.outcome {

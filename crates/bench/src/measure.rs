@@ -122,8 +122,7 @@ pub fn measure(
     let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
 
     let wasm_verdict = policy
-        .validate(request, settings, snapshot.clone())
-        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .validate(request, settings, snapshot.clone())?
         .response;
     let native_verdict = native_rule.evaluate_payload(&payload, &*snapshot);
     if wasm_verdict.allowed != native_verdict.allowed {
@@ -140,9 +139,7 @@ pub fn measure(
     let mut native = Vec::with_capacity(iterations);
     for _ in 0..iterations.max(1) {
         let start = Instant::now();
-        policy
-            .validate(request, settings, snapshot.clone())
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        policy.validate(request, settings, snapshot.clone())?;
         wasm.push(start.elapsed());
         let start = Instant::now();
         std::hint::black_box(

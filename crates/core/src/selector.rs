@@ -17,6 +17,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::{ObjectMeta, nullable};
 
+/// A selector the API server would refuse; the text says which key or term
+/// and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SelectorError(pub String);
+
 /// `metav1.LabelSelector`, as written in objects. Evaluate it through
 /// [`Selector::from_label_selector`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,7 +101,13 @@ impl Selector {
     /// An operator other than `In`, `NotIn`, `Exists` or `DoesNotExist`, or
     /// a key or value the API server would refuse, is an error saying which
     /// key and why.
-    pub fn from_label_selector(s: &LabelSelector) -> Result<Selector, String> {
+    pub fn from_label_selector(s: &LabelSelector) -> Result<Selector, SelectorError> {
+        Selector::requirements_of(s)
+            .map(Selector::sorted)
+            .map_err(SelectorError)
+    }
+
+    fn requirements_of(s: &LabelSelector) -> Result<Vec<Requirement>, String> {
         let mut requirements = Vec::new();
         for (key, value) in &s.match_labels {
             requirements.push(Requirement::new(key, Operator::Equals, [value.clone()])?);
@@ -120,7 +132,7 @@ impl Selector {
                 expr.values.iter().cloned(),
             )?);
         }
-        Ok(Selector::sorted(requirements))
+        Ok(requirements)
     }
 
     /// The string grammar of `kubectl -l` and the list APIs:
@@ -139,13 +151,13 @@ impl Selector {
     /// assert_eq!(selector.to_string(), "app in (api,web),!legacy");
     ///
     /// let err = Selector::parse("app in (web").unwrap_err();
-    /// assert!(err.starts_with("invalid label selector \"app in (web\""));
+    /// assert!(err.to_string().starts_with("invalid label selector \"app in (web\""));
     /// ```
-    pub fn parse(s: &str) -> Result<Selector, String> {
+    pub fn parse(s: &str) -> Result<Selector, SelectorError> {
         Parser::new(s)
             .parse()
             .map(Selector::sorted)
-            .map_err(|e| format!("invalid label selector \"{s}\": {e}"))
+            .map_err(|e| SelectorError(format!("invalid label selector \"{s}\": {e}")))
     }
 
     /// Whether `labels` meet every requirement.
@@ -508,7 +520,11 @@ impl FieldSelector {
     /// assert!(selector.matches(&meta));
     /// assert!(FieldSelector::parse("spec.nodeName=n1").is_err());
     /// ```
-    pub fn parse(text: &str) -> Result<FieldSelector, String> {
+    pub fn parse(text: &str) -> Result<FieldSelector, SelectorError> {
+        FieldSelector::parse_terms(text).map_err(SelectorError)
+    }
+
+    fn parse_terms(text: &str) -> Result<FieldSelector, String> {
         let mut requirements = Vec::new();
         for term in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             let (field, equals, value) = if let Some((f, v)) = term.split_once("!=") {
@@ -636,7 +652,7 @@ mod tests {
             "bad_Prefix.io/app=x",
         ] {
             let err = Selector::parse(bad).expect_err(bad);
-            assert!(err.contains(bad), "{bad}: {err}");
+            assert!(err.0.contains(bad), "{bad}: {err}");
         }
     }
 
@@ -680,15 +696,16 @@ mod tests {
         };
         let err = Selector::from_label_selector(&with(expr("a", "Equals", &["x"]))).unwrap_err();
         assert!(
-            err.contains("\"Equals\" is not a valid label selector operator"),
+            err.0
+                .contains("\"Equals\" is not a valid label selector operator"),
             "{err}"
         );
         let err = Selector::from_label_selector(&with(expr("a", "In", &[]))).unwrap_err();
-        assert!(err.contains("need at least one value"), "{err}");
+        assert!(err.0.contains("need at least one value"), "{err}");
         let err = Selector::from_label_selector(&with(expr("a", "Exists", &["x"]))).unwrap_err();
-        assert!(err.contains("take no values"), "{err}");
+        assert!(err.0.contains("take no values"), "{err}");
         let err = Selector::from_label_selector(&with(expr("", "Exists", &[]))).unwrap_err();
-        assert!(err.contains("label key \"\""), "{err}");
+        assert!(err.0.contains("label key \"\""), "{err}");
     }
 
     #[test]
@@ -728,7 +745,7 @@ mod tests {
         );
         assert!(FieldSelector::parse("").unwrap().matches(&meta));
         let err = FieldSelector::parse("spec.group=x").unwrap_err();
-        assert!(err.contains("spec.group"), "{err}");
+        assert!(err.0.contains("spec.group"), "{err}");
         assert!(FieldSelector::parse("metadata.name").is_err());
     }
 }

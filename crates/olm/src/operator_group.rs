@@ -401,7 +401,7 @@ impl OperatorGroupSpec {
             .as_ref()
             .map(Selector::from_label_selector)
             .transpose()
-            .map_err(TargetsError::InvalidSelector)?;
+            .map_err(|e| TargetsError::InvalidSelector(e.0))?;
         if !self.target_namespaces.is_empty() {
             if self.target_namespaces.iter().any(|ns| ns == NAMESPACE_ALL) {
                 return Err(TargetsError::ContainsNamespaceAll);
