@@ -237,16 +237,28 @@ impl Policy {
         host: ContextHost,
     ) -> Result<Evaluation, CallError> {
         let host = Arc::new(host);
+        let response = self.validate_with_callback(request, settings, host.clone())?;
+        Ok(Evaluation {
+            response,
+            calls: host.calls(),
+        })
+    }
+
+    /// `validate` with every host call answered by `host` as it is: no
+    /// grants are applied here. For custom hosts and fault injection.
+    pub fn validate_with_callback(
+        &self,
+        request: &Value,
+        settings: &Value,
+        host: Arc<dyn HostCallback>,
+    ) -> Result<AdmissionResponse, CallError> {
         let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))
             .map_err(|e| CallError::Guest(e.to_string()))?;
-        let bytes = self.module.call("validate", &payload, host.clone())?;
+        let bytes = self.module.call("validate", &payload, host)?;
         let response: ValidationResponse = serde_json::from_slice(&bytes).map_err(|e| {
             CallError::Guest(format!("the module's validate answer is not valid: {e}"))
         })?;
-        Ok(Evaluation {
-            response: AdmissionResponse::from_validation(request, response),
-            calls: host.calls(),
-        })
+        Ok(AdmissionResponse::from_validation(request, response))
     }
 
     /// A host for this policy's grants over `cluster`.

@@ -229,7 +229,11 @@ impl Module {
             }
             Err(e) => match e.downcast_ref::<Trap>() {
                 Some(Trap::Interrupt) => Err(CallError::DeadlineExceeded(self.limits.deadline)),
-                _ => Err(CallError::Trap(format!("{e:#}"))),
+                // The trap's own words ("call stack exhausted"); wasmtime's
+                // multi-line wasm backtrace is for debuggers, not for a
+                // one-line error a user reads.
+                Some(trap) => Err(CallError::Trap(trap.to_string())),
+                None => Err(CallError::Trap(one_line(&format!("{e:#}")))),
             },
         }
     }
@@ -254,6 +258,11 @@ impl Module {
             guest_call.call(&mut *store, (operation.len() as i32, payload.len() as i32))?;
         Ok(answer == 1)
     }
+}
+
+/// The first line of `text`: wasmtime appends backtraces on further lines.
+fn one_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().trim().to_string()
 }
 
 struct MemoryCap {

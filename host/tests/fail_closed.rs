@@ -1,0 +1,255 @@
+//! Every lookup a context-aware module makes fails closed, and names itself.
+//!
+//! Generated from the registry: for every rule, its scenarios are run once
+//! through its module to learn which lookups (capability + kind) it makes;
+//! then each lookup is made to fail in each way a host can fail —
+//! refused by the grants (the kind or capability left out of the module's
+//! metadata: Kubewarden's own denial), a transport error, a malformed answer
+//! — and the module must deny, naming what it could not look up. A new rule
+//! is covered as soon as it is in the registry and has scenarios.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use olm_guard_evaluator::scenario;
+use olm_guard_evaluator::{AdmissionResponse, ContextHost, Grants, Policy, input};
+use olm_guard_rules::registry::{RULES, RuleEntry};
+use olm_guard_runtime::{HostCallback, Limits, Metadata, Runtime};
+use olm_guard_snapshot::Snapshot;
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn wasm(rule: &RuleEntry) -> Vec<u8> {
+    let path = root().join("dist").join(format!("{}.wasm", rule.name));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; run make dist", path.display()))
+}
+
+/// One scenario's inputs.
+struct Case {
+    dir: PathBuf,
+    request: Value,
+    settings: Value,
+    snapshot: Arc<Snapshot>,
+}
+
+fn cases(rule: &RuleEntry) -> Vec<Case> {
+    let dirs = scenario::discover(&[root().join("testdata").join(rule.name)]).unwrap();
+    dirs.into_iter()
+        .filter(|dir| dir.join("request.json").is_file())
+        .filter_map(|dir| {
+            let settings = match dir.join("settings.json") {
+                p if p.is_file() => input::read_document(&p).ok()?,
+                _ => serde_json::json!({}),
+            };
+            let request =
+                input::admission_request(input::read_document(&dir.join("request.json")).ok()?)
+                    .ok()?;
+            let snapshot = match dir.join("cluster.yaml") {
+                p if p.is_file() => Snapshot::from_yaml(&std::fs::read_to_string(p).ok()?).ok()?,
+                _ => Snapshot::new(),
+            };
+            Some(Case {
+                dir,
+                request,
+                settings,
+                snapshot: Arc::new(snapshot),
+            })
+        })
+        .collect()
+}
+
+/// A lookup: `kubernetes/<operation>` and the kind it reads (`None` for
+/// `can_i`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Lookup {
+    operation: String,
+    api_version: Option<String>,
+    kind: Option<String>,
+}
+
+impl Lookup {
+    fn of(capability: &str, payload: &str) -> Option<Lookup> {
+        let operation = capability.strip_prefix("kubernetes/")?.to_string();
+        let payload: Value = serde_json::from_str(payload).ok()?;
+        let field = |key: &str| payload.get(key).and_then(Value::as_str).map(String::from);
+        Some(Lookup {
+            operation,
+            api_version: field("api_version"),
+            kind: field("kind"),
+        })
+    }
+
+    /// Whether a call reads what this lookup reads: the same kind by any
+    /// operation (scope-rbac falls back from a failed get to a list of the
+    /// same kind, and reaches the same answer when the list works), or for
+    /// `can_i`, any `can_i`.
+    fn matches(&self, operation: &str, payload: &[u8]) -> bool {
+        let Ok(text) = std::str::from_utf8(payload) else {
+            return false;
+        };
+        let Some(call) = Lookup::of(&format!("kubernetes/{operation}"), text) else {
+            return false;
+        };
+        match &self.kind {
+            Some(_) => call.kind == self.kind && call.api_version == self.api_version,
+            None => call.operation == self.operation,
+        }
+    }
+
+    /// What a denial must name: the kind read, or the capability for can_i.
+    fn name(&self) -> &str {
+        self.kind.as_deref().unwrap_or(&self.operation)
+    }
+}
+
+/// The lookups each scenario makes, with the first scenario that makes it.
+fn lookups(policy: &Policy, cases: &[Case]) -> BTreeMap<Lookup, usize> {
+    let mut found = BTreeMap::new();
+    for (index, case) in cases.iter().enumerate() {
+        let Ok(evaluation) = policy.validate(&case.request, &case.settings, case.snapshot.clone())
+        else {
+            continue;
+        };
+        for call in &evaluation.calls {
+            if let Some(lookup) = Lookup::of(&call.capability, &call.payload) {
+                found.entry(lookup).or_insert(index);
+            }
+        }
+    }
+    found
+}
+
+/// How the injected failure looks to the module.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    Transport,
+    Malformed,
+}
+
+/// A host that answers like the module's own, except for one lookup.
+struct Faulty {
+    inner: ContextHost,
+    lookup: Lookup,
+    fault: Fault,
+}
+
+impl HostCallback for Faulty {
+    fn call(&self, binding: &str, ns: &str, op: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        if ns == "kubernetes" && self.lookup.matches(op, payload) {
+            return match self.fault {
+                Fault::Transport => Err("error trying to connect: connection refused".into()),
+                Fault::Malformed => Ok(b"{\"items\": [1, \"half an answer".to_vec()),
+            };
+        }
+        self.inner.call(binding, ns, op, payload)
+    }
+}
+
+/// The module's metadata with `lookup` no longer granted.
+fn without(metadata: &Metadata, lookup: &Lookup) -> Metadata {
+    let mut narrowed = metadata.clone();
+    match &lookup.kind {
+        Some(kind) => narrowed
+            .context_aware_resources
+            .retain(|r| &r.kind != kind || Some(&r.api_version) != lookup.api_version.as_ref()),
+        None => {
+            let path = format!("kubernetes/{}", lookup.operation);
+            if let Some(capabilities) = narrowed.host_capabilities.as_mut() {
+                capabilities.retain(|c| c != &path);
+            }
+        }
+    }
+    narrowed
+}
+
+#[track_caller]
+fn assert_fails_closed(
+    rule: &str,
+    lookup: &Lookup,
+    how: &str,
+    case: &Case,
+    response: &AdmissionResponse,
+) {
+    let message = response.message();
+    let context = format!(
+        "{rule}: {} of {} failing ({how}) in {}",
+        lookup.operation,
+        lookup.name(),
+        case.dir.display()
+    );
+    assert!(!response.allowed, "{context}: allowed ({message:?})");
+    assert!(
+        message.contains(lookup.name()),
+        "{context}: the denial does not name {}: {message}",
+        lookup.name()
+    );
+}
+
+#[test]
+fn every_lookup_of_every_module_fails_closed_naming_itself() {
+    let runtime = Runtime::new(Limits::default()).unwrap();
+    let mut checked = 0;
+    for rule in RULES {
+        let wasm = wasm(rule);
+        let policy = Policy::from_bytes(&runtime, rule.name, &wasm, None).unwrap();
+        let metadata = policy.metadata.clone().expect("annotated module");
+        let cases = cases(rule);
+        let found = lookups(&policy, &cases);
+        let context_aware = !metadata.context_aware_resources.is_empty()
+            || metadata
+                .host_capabilities
+                .as_ref()
+                .is_some_and(|c| !c.is_empty());
+        assert_eq!(
+            context_aware,
+            !found.is_empty(),
+            "{}: declares context {:?}/{:?} but its scenarios looked up {:?}",
+            rule.name,
+            metadata.context_aware_resources,
+            metadata.host_capabilities,
+            found.keys().collect::<Vec<_>>()
+        );
+        for (lookup, &index) in &found {
+            let case = &cases[index];
+            // Refused by the grants: Kubewarden's denial text reaches the rule.
+            let narrowed =
+                Policy::from_bytes(&runtime, rule.name, &wasm, Some(without(&metadata, lookup)))
+                    .unwrap();
+            let response = narrowed
+                .validate(&case.request, &case.settings, case.snapshot.clone())
+                .unwrap()
+                .response;
+            assert_fails_closed(rule.name, lookup, "not granted", case, &response);
+            assert!(
+                response.message().contains("has not been granted access"),
+                "{}: Kubewarden's denial is not quoted: {}",
+                rule.name,
+                response.message()
+            );
+            for fault in [Fault::Transport, Fault::Malformed] {
+                let host = Faulty {
+                    inner: ContextHost::new(
+                        case.snapshot.clone(),
+                        Grants::from_metadata(Some(&metadata)),
+                    ),
+                    lookup: lookup.clone(),
+                    fault,
+                };
+                let response = policy
+                    .validate_with_callback(&case.request, &case.settings, Arc::new(host))
+                    .unwrap();
+                assert_fails_closed(rule.name, lookup, &format!("{fault:?}"), case, &response);
+            }
+            checked += 1;
+        }
+    }
+    eprintln!(
+        "fail closed: {checked} lookups of {} modules, 3 faults each",
+        RULES.len()
+    );
+    assert!(checked >= 8, "only {checked} lookups found");
+}
