@@ -12,7 +12,7 @@ POLICIES := $(notdir $(patsubst %/,%,$(wildcard policies/*/)))
 HOST     := target/debug/olm-guard
 CARGO    ?= cargo
 
-.PHONY: all examples test dist host wasm fmt-check lint unit bench clean
+.PHONY: all examples test dist host wasm fmt-check lint unit bench fuzz clean
 
 all: examples
 
@@ -49,6 +49,12 @@ test: fmt-check lint dist unit
 # Modules vs the same rules compiled natively, on the large built-in inputs.
 bench: dist
 	$(CARGO) run --release -p olm-guard-host -- bench --workload all
+
+# The long fuzz run (docs/reliability.md); a bounded, seeded run is part of
+# `make test` (crates/fuzz/tests/bounded.rs).
+FUZZ_ITERATIONS ?= 1000000
+fuzz: dist
+	$(CARGO) run --release -p olm-guard-fuzz -- --iterations $(FUZZ_ITERATIONS) --seed 1 --findings target/findings
 
 clean:
 	rm -rf dist

@@ -244,6 +244,24 @@ impl Policy {
         })
     }
 
+    /// `validate` on a payload the caller serialised itself (e.g. with its
+    /// keys in another order); `request` is the request it holds, for the
+    /// response's uid and patch.
+    pub fn validate_payload(
+        &self,
+        payload: &[u8],
+        request: &Value,
+        cluster: ClusterContext,
+    ) -> Result<AdmissionResponse, CallError> {
+        let bytes = self
+            .module
+            .call("validate", payload, Arc::new(self.host(cluster)))?;
+        let response: ValidationResponse = serde_json::from_slice(&bytes).map_err(|e| {
+            CallError::Guest(format!("the module's validate answer is not valid: {e}"))
+        })?;
+        Ok(AdmissionResponse::from_validation(request, response))
+    }
+
     /// `validate` with every host call answered by `host` as it is: no
     /// grants are applied here. For custom hosts and fault injection.
     pub fn validate_with_callback(
