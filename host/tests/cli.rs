@@ -332,3 +332,66 @@ fn a_text_file_is_not_a_webassembly_module() {
         stderr(&out)
     );
 }
+
+/// Hostile snapshot and request files: each stops with one line naming the
+/// file and the document, and nothing is dropped silently.
+#[test]
+fn hostile_files_are_refused_naming_file_and_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = write(dir.path(), "req.json", REQUEST);
+    let module = guest(
+        dir.path(),
+        r#"{"valid":true}"#,
+        Some(r#"{"accepted":true}"#),
+    );
+    let module = module.to_str().unwrap();
+    let mut bomb = String::from("a: &a [x,x,x,x,x,x,x,x,x]\n");
+    for (previous, name) in ('a'..='i').zip('b'..='j') {
+        let refs = vec![format!("*{previous}"); 9].join(",");
+        bomb.push_str(&format!("{name}: &{name} [{refs}]\n"));
+    }
+    let cases = [
+        ("bomb.yaml", bomb.as_str(), "bomb.yaml: document 1"),
+        (
+            "dup.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: x}\n---\n\
+             apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: x}\n",
+            "dup.yaml: document 2: v1 ConfigMap x/a was already read",
+        ),
+        (
+            "nokind.yaml",
+            "apiVersion: v1\nmetadata: {name: a}\n",
+            "nokind.yaml: document 1",
+        ),
+        ("scalar.yaml", "just a string\n", "scalar.yaml: document 1"),
+        (
+            "tabs.yaml",
+            "apiVersion: v1\n\tkind: ConfigMap\n",
+            "tabs.yaml: document 1",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let cluster = write(dir.path(), name, text);
+        let out = olm_guard(&[
+            "run",
+            "--policy",
+            module,
+            "--request",
+            &request,
+            "--cluster",
+            &cluster,
+        ]);
+        assert!(!out.status.success(), "{name} was accepted");
+        let err = stderr(&out);
+        assert!(err.contains(expected), "{name}: {expected:?} not in {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{name}: not one line: {err}"
+        );
+    }
+    let broken = write(dir.path(), "broken.json", "{\"request\": {\"operation\": ");
+    let out = olm_guard(&["run", "--policy", module, "--request", &broken]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("broken.json"), "{}", stderr(&out));
+}
