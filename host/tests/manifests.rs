@@ -266,13 +266,16 @@ fn a_scaffolded_admission_policy_matches_its_crd() {
     }
 }
 
+/// A way to break a manifest.
+type Breakage = fn(&mut Value);
+
 /// The validation can fail: the manifests pass because they are right.
 #[test]
 fn the_schema_check_catches_broken_manifests() {
     let Some(schemas) = schemas() else { return };
     let good = read_yaml(&deploy("og-intersection.yaml"));
     assert!(violations(&schemas.cluster, &good).is_empty());
-    let broken: [(&str, fn(&mut Value)); 5] = [
+    let broken: [(&str, Breakage); 5] = [
         ("a misspelt field", |m| {
             let module = m["spec"]["module"].take();
             m["spec"]["modul"] = module;
