@@ -7,6 +7,8 @@ mod annotate;
 mod bench;
 mod common;
 mod run;
+mod scaffold;
+mod scaffold_manifest;
 mod test;
 
 use std::process::ExitCode;
@@ -36,6 +38,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Embed metadata.yml into a module (`io.kubewarden.metadata`), as `kwctl annotate`.
     Annotate(annotate::AnnotateArgs),
+    /// Write Kubewarden resources for a module, as `kwctl scaffold`.
+    Scaffold(scaffold::ScaffoldArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test::test(args),
         Command::Bench(args) => bench::bench(args),
         Command::Annotate(args) => annotate::annotate(args),
+        Command::Scaffold(args) => scaffold::scaffold(args),
     };
     match result {
         Ok(code) => code,

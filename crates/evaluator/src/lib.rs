@@ -26,6 +26,7 @@
 
 pub mod host;
 pub mod input;
+pub mod manifest;
 pub mod policy;
 pub mod scenario;
 
