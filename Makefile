@@ -12,7 +12,7 @@ POLICIES := $(notdir $(patsubst %/,%,$(wildcard policies/*/)))
 HOST     := target/debug/olm-guard
 CARGO    ?= cargo
 
-.PHONY: all examples test dist host wasm fmt-check lint unit bench fuzz clean
+.PHONY: all examples test dist host wasm fmt-check lint unit bench fuzz deploy clean
 
 all: examples
 
@@ -49,6 +49,16 @@ test: fmt-check lint dist unit
 # Modules vs the same rules compiled natively, on the large built-in inputs.
 bench: dist
 	$(CARGO) run --release -p olm-guard-host -- bench --workload all
+
+# deploy/: a ClusterAdmissionPolicy per module and policies.yml for a bare
+# policy-server, generated from the modules' metadata (a test checks drift).
+deploy: dist
+	@mkdir -p deploy
+	@for p in $(POLICIES); do \
+	  $(HOST) scaffold manifest --type ClusterAdmissionPolicy --allow-context-aware \
+	    dist/$$p.wasm -o deploy/$$p.yaml 2>/dev/null || exit 1; \
+	done
+	$(HOST) scaffold policies $(patsubst %,dist/%.wasm,$(POLICIES)) -o deploy/policies.yml
 
 # The long fuzz run (docs/reliability.md); a bounded, seeded run is part of
 # `make test` (crates/fuzz/tests/bounded.rs).
