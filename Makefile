@@ -40,11 +40,12 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 unit:
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --exclude olm-guard-conformance
 
 # The host's scenario suite (host/tests/scenarios.rs) needs dist/.
 test: fmt-check lint dist unit
 	$(HOST) test testdata
+	$(CARGO) test -p olm-guard-conformance -- --nocapture
 
 # Modules vs the same rules compiled natively, on the large built-in inputs.
 bench: dist
