@@ -6,7 +6,9 @@
 mod annotate;
 mod bench;
 mod common;
+mod inspect;
 mod run;
+mod scaffold;
 mod test;
 
 use std::process::ExitCode;
@@ -36,6 +38,10 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Embed metadata.yml into a module (`io.kubewarden.metadata`), as `kwctl annotate`.
     Annotate(annotate::AnnotateArgs),
+    /// Print the metadata a module embeds (readable, or -o json|yaml).
+    Inspect(inspect::InspectArgs),
+    /// Generate files from a policy's metadata (Artifact Hub packages).
+    Scaffold(scaffold::ScaffoldArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +51,8 @@ fn main() -> ExitCode {
         Command::Test(args) => test::test(args),
         Command::Bench(args) => bench::bench(args),
         Command::Annotate(args) => annotate::annotate(args),
+        Command::Inspect(args) => inspect::inspect(args),
+        Command::Scaffold(args) => scaffold::scaffold(args),
     };
     match result {
         Ok(code) => code,
