@@ -440,22 +440,19 @@ fn annotation_value(key: &str, value: &str) -> Result<(), MetadataError> {
     let field = format!("annotations.{key:?}");
     let v = value.trim();
     match key {
-        annotation::TITLE => {
+        annotation::TITLE
             if v.is_empty()
                 || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-                || v.starts_with('-')
-            {
-                invalid!(
-                    "{field}: {value:?} is not a package name; Artifact Hub allows letters, digits and dashes, e.g. catalog-union"
-                );
-            }
+                || v.starts_with('-') =>
+        {
+            invalid!(
+                "{field}: {value:?} is not a package name; Artifact Hub allows letters, digits and dashes, e.g. catalog-union"
+            );
         }
-        annotation::VERSION => {
-            if semver::Version::parse(v).is_err() {
-                invalid!(
-                    "{field}: {value:?} is not a semantic version; write MAJOR.MINOR.PATCH without a v, e.g. 0.1.0"
-                );
-            }
+        annotation::VERSION if semver::Version::parse(v).is_err() => {
+            invalid!(
+                "{field}: {value:?} is not a semantic version; write MAJOR.MINOR.PATCH without a v, e.g. 0.1.0"
+            );
         }
         annotation::OCI_URL => oci_url(&field, value)?,
         annotation::URL | annotation::SOURCE => match url::Url::parse(v) {
@@ -474,12 +471,10 @@ fn annotation_value(key: &str, value: &str) -> Result<(), MetadataError> {
                 }
             }
         }
-        annotation::KEYWORDS => {
-            if v.split(',').any(|k| k.trim().is_empty()) {
-                invalid!(
-                    "{field}: {value:?} has an empty keyword; separate keywords with single commas, e.g. olm, rbac"
-                );
-            }
+        annotation::KEYWORDS if v.split(',').any(|k| k.trim().is_empty()) => {
+            invalid!(
+                "{field}: {value:?} has an empty keyword; separate keywords with single commas, e.g. olm, rbac"
+            );
         }
         annotation::RESOURCES => {
             for kind in v.split(',').map(str::trim) {
@@ -490,33 +485,25 @@ fn annotation_value(key: &str, value: &str) -> Result<(), MetadataError> {
                 }
             }
         }
-        annotation::SEVERITY => {
-            if !SEVERITIES.contains(&v) {
-                invalid!(
-                    "{field}: {value:?} is not a severity; use one of {}",
-                    SEVERITIES.join(", ")
-                );
-            }
+        annotation::SEVERITY if !SEVERITIES.contains(&v) => {
+            invalid!(
+                "{field}: {value:?} is not a severity; use one of {}",
+                SEVERITIES.join(", ")
+            );
         }
-        annotation::CREATED => {
-            if !crate::artifacthub::is_rfc3339(v) {
-                invalid!(
-                    "{field}: {value:?} is not an RFC 3339 date; write e.g. 2026-11-23T00:00:00Z"
-                );
-            }
+        annotation::CREATED if !crate::artifacthub::is_rfc3339(v) => {
+            invalid!("{field}: {value:?} is not an RFC 3339 date; write e.g. 2026-11-23T00:00:00Z");
         }
-        annotation::HIDDEN_UI => {
-            if !matches!(v, "true" | "false") {
-                invalid!("{field}: {value:?} is not \"true\" or \"false\"; write one of them");
-            }
+        annotation::HIDDEN_UI if !matches!(v, "true" | "false") => {
+            invalid!("{field}: {value:?} is not \"true\" or \"false\"; write one of them");
         }
         annotation::DESCRIPTION
         | annotation::LICENSE
         | annotation::CATEGORY
-        | annotation::DISPLAY_NAME => {
-            if v.is_empty() {
-                invalid!("{field}: empty; write a value or remove the annotation");
-            }
+        | annotation::DISPLAY_NAME
+            if v.is_empty() =>
+        {
+            invalid!("{field}: empty; write a value or remove the annotation");
         }
         _ => {}
     }

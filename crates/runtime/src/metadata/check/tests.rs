@@ -41,8 +41,8 @@ annotations:
 fn edited(path: &str, value: &str) -> String {
     let mut doc: serde_yaml::Value = serde_yaml::from_str(VALID).unwrap();
     let mut node = &mut doc;
-    let parts: Vec<&str> = if path.starts_with("annotations.") {
-        vec!["annotations", &path["annotations.".len()..]]
+    let parts: Vec<&str> = if let Some(key) = path.strip_prefix("annotations.") {
+        vec!["annotations", key]
     } else {
         path.split('.').collect()
     };
