@@ -25,8 +25,11 @@ pub struct AnnotateArgs {
 pub fn annotate(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.metadata)
         .with_context(|| format!("cannot read {}", args.metadata.display()))?;
-    let metadata =
-        Metadata::from_yaml(&text).with_context(|| args.metadata.display().to_string())?;
+    // Everything kwctl validates, and the annotations Artifact Hub and
+    // OCI publishing need: a module annotated here is ready to ship.
+    let metadata = Metadata::from_yaml(&text)
+        .and_then(|m| m.check_publishable().map(|()| m))
+        .with_context(|| args.metadata.display().to_string())?;
     let wasm = std::fs::read(&args.module)
         .with_context(|| format!("cannot read {}", args.module.display()))?;
     // Like kwctl: ask the module for its protocol version; this also proves

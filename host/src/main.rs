@@ -6,6 +6,7 @@
 mod annotate;
 mod bench;
 mod common;
+mod inspect;
 mod run;
 mod scaffold;
 mod scaffold_manifest;
@@ -38,7 +39,10 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Embed metadata.yml into a module (`io.kubewarden.metadata`), as `kwctl annotate`.
     Annotate(annotate::AnnotateArgs),
-    /// Write Kubewarden resources for a module, as `kwctl scaffold`.
+    /// Print the metadata a module embeds (readable, or -o json|yaml).
+    Inspect(inspect::InspectArgs),
+    /// Write Kubewarden resources and Artifact Hub packages from a module's
+    /// metadata, as `kwctl scaffold`.
     Scaffold(scaffold::ScaffoldArgs),
 }
 
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test::test(args),
         Command::Bench(args) => bench::bench(args),
         Command::Annotate(args) => annotate::annotate(args),
+        Command::Inspect(args) => inspect::inspect(args),
         Command::Scaffold(args) => scaffold::scaffold(args),
     };
     match result {

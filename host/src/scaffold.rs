@@ -1,16 +1,24 @@
-//! `olm-guard scaffold`: files Kubewarden users need, written from a
-//! module's embedded metadata, as `kwctl scaffold` does.
+//! `olm-guard scaffold`: files derived from a policy's metadata, as
+//! `kwctl scaffold` writes them (kubewarden-controller `crates/kwctl/src/scaffold.rs`).
+//! One variant per kind of file.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+
+use olm_guard_rules::registry::RULES;
+use olm_guard_runtime::Metadata;
+use olm_guard_runtime::artifacthub;
+use olm_guard_runtime::metadata::annotation;
 
 use crate::scaffold_manifest;
 
 #[derive(Args)]
 pub struct ScaffoldArgs {
     #[command(subcommand)]
-    pub what: ScaffoldCommand,
+    pub command: ScaffoldCommand,
 }
 
 #[derive(Subcommand)]
@@ -21,11 +29,142 @@ pub enum ScaffoldCommand {
     /// A `policies.yml` for a bare policy-server, granting each module
     /// exactly the host capabilities and resources its metadata declares.
     Policies(scaffold_manifest::PoliciesArgs),
+    /// Artifact Hub package files (`artifacthub-pkg.yml`) from a policy's
+    /// metadata.yml, README.md and settings, as `kwctl scaffold artifacthub`.
+    Artifacthub(ArtifacthubArgs),
 }
 
 pub fn scaffold(args: ScaffoldArgs) -> anyhow::Result<ExitCode> {
-    match args.what {
+    match args.command {
         ScaffoldCommand::Manifest(args) => scaffold_manifest::manifest(args),
         ScaffoldCommand::Policies(args) => scaffold_manifest::policies(args),
+        ScaffoldCommand::Artifacthub(args) => artifacthub(args),
     }
+}
+
+#[derive(Args)]
+pub struct ArtifacthubArgs {
+    /// Policy directories (`policies/<name>/`, holding metadata.yml and
+    /// README.md).
+    #[arg(required = true)]
+    pub policies: Vec<PathBuf>,
+    /// The version to package; must equal `io.kubewarden.policy.version`
+    /// (the version the module embeds). Defaults to it.
+    #[arg(long)]
+    pub version: Option<String>,
+    /// Write the one policy's `artifacthub-pkg.yml` to FILE instead of
+    /// standard output.
+    #[arg(short, long, value_name = "FILE", conflicts_with = "dir")]
+    pub output: Option<PathBuf>,
+    /// Write the Artifact Hub repository tree: `DIR/artifacthub-repo.yml`
+    /// and, per policy, `DIR/<name>/<version>/artifacthub-pkg.yml` and
+    /// `README.md`.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// One policy's package, ready to write.
+struct Package {
+    name: String,
+    version: String,
+    metadata: Metadata,
+    readme: String,
+    yaml: String,
+}
+
+fn artifacthub(args: ArtifacthubArgs) -> anyhow::Result<ExitCode> {
+    if args.dir.is_none() && args.policies.len() > 1 {
+        bail!(
+            "several policies need --dir DIR (one package file each); -o and standard output take one"
+        );
+    }
+    let packages = args
+        .policies
+        .iter()
+        .map(|dir| package(dir, args.version.as_deref()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    match (&args.dir, &args.output) {
+        (Some(root), _) => {
+            for p in &packages {
+                let dir = root.join(&p.name).join(&p.version);
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+                write(&dir.join("artifacthub-pkg.yml"), &p.yaml)?;
+                // Artifact Hub shows the README.md beside the package file.
+                write(&dir.join("README.md"), &p.readme)?;
+            }
+            let all: Vec<Metadata> = packages.into_iter().map(|p| p.metadata).collect();
+            write(
+                &root.join("artifacthub-repo.yml"),
+                &artifacthub::repository_yaml(&all)?,
+            )?;
+        }
+        (None, Some(file)) => {
+            for p in &packages {
+                write(file, &p.yaml)?;
+            }
+        }
+        (None, None) => {
+            for p in &packages {
+                print!("{}", p.yaml);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn package(dir: &Path, version: Option<&str>) -> anyhow::Result<Package> {
+    let metadata_path = dir.join("metadata.yml");
+    let readme_path = dir.join("README.md");
+    let text = std::fs::read_to_string(&metadata_path)
+        .with_context(|| format!("cannot read {}", metadata_path.display()))?;
+    let metadata =
+        Metadata::from_yaml(&text).with_context(|| metadata_path.display().to_string())?;
+    metadata
+        .check_publishable()
+        .with_context(|| metadata_path.display().to_string())?;
+    let readme = std::fs::read_to_string(&readme_path)
+        .with_context(|| format!("cannot read {}", readme_path.display()))?;
+    let annotation = |key: &str| metadata.annotations.get(key).map(|v| v.trim().to_string());
+    let name = annotation(annotation::TITLE).unwrap_or_default();
+    let declared = annotation(annotation::VERSION).unwrap_or_default();
+    if let Some(v) = version
+        && v != declared
+    {
+        bail!(
+            "--version {v} differs from {} {declared} in {}; bump the annotation (the module embeds it) instead",
+            annotation::VERSION,
+            metadata_path.display()
+        );
+    }
+    let created_at = annotation(annotation::CREATED).unwrap_or_default();
+    // The settings a cluster admin can set are the rule's own Settings
+    // (their defaults), described by the README's settings table.
+    let rule = RULES.iter().find(|r| r.name == name).with_context(|| {
+        format!(
+            "{}: {} {name:?} names no rule in olm_guard_rules::registry::RULES; use the policy's registry name",
+            metadata_path.display(),
+            annotation::TITLE
+        )
+    })?;
+    let settings = artifacthub::settings(
+        &rule.default_settings(),
+        &artifacthub::settings_table(&readme),
+        &readme_path.display().to_string(),
+    )?;
+    let description = annotation(annotation::DESCRIPTION).unwrap_or_default();
+    let questions = artifacthub::questions_ui(&description, &settings)?;
+    let yaml = artifacthub::package_yaml(&metadata, &created_at, &questions)
+        .with_context(|| metadata_path.display().to_string())?;
+    Ok(Package {
+        name,
+        version: declared,
+        metadata,
+        readme,
+        yaml,
+    })
 }

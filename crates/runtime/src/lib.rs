@@ -8,6 +8,8 @@
 //!   calls through a [`HostCallback`].
 //! - [`metadata`] reads, checks and writes Kubewarden's policy metadata (the
 //!   `io.kubewarden.metadata` custom section that `kwctl annotate` embeds).
+//! - [`artifacthub`] writes a policy's Artifact Hub package files, as
+//!   `kwctl scaffold artifacthub` does.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -36,6 +38,7 @@
 //! assert_eq!(answer, b"hello");
 //! ```
 
+pub mod artifacthub;
 pub mod metadata;
 mod wapc;
 

@@ -7,11 +7,56 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod check;
+pub use check::REQUIRED_ANNOTATIONS;
+
 /// The custom section `kwctl annotate` writes the metadata into, as JSON.
 pub const METADATA_SECTION: &str = "io.kubewarden.metadata";
 
 /// The annotation that carries the module README (`kwctl annotate -u`).
-pub const USAGE_ANNOTATION: &str = "io.kubewarden.policy.usage";
+pub const USAGE_ANNOTATION: &str = annotation::USAGE;
+
+/// The annotation keys Kubewarden's tooling reads
+/// (kubewarden-controller `crates/policy-evaluator/src/constants.rs`).
+pub mod annotation {
+    /// The package name (`name` on Artifact Hub).
+    pub const TITLE: &str = "io.kubewarden.policy.title";
+    /// The module's semantic version.
+    pub const VERSION: &str = "io.kubewarden.policy.version";
+    /// What the policy does.
+    pub const DESCRIPTION: &str = "io.kubewarden.policy.description";
+    /// `Name <email>`, comma-separated.
+    pub const AUTHOR: &str = "io.kubewarden.policy.author";
+    /// The home page.
+    pub const URL: &str = "io.kubewarden.policy.url";
+    /// The source repository.
+    pub const SOURCE: &str = "io.kubewarden.policy.source";
+    /// SPDX license identifier.
+    pub const LICENSE: &str = "io.kubewarden.policy.license";
+    /// The OCI repository, without scheme or tag.
+    pub const OCI_URL: &str = "io.kubewarden.policy.ociUrl";
+    /// The module README (`kwctl annotate -u`).
+    pub const USAGE: &str = "io.kubewarden.policy.usage";
+    /// PolicyReport severity.
+    pub const SEVERITY: &str = "io.kubewarden.policy.severity";
+    /// PolicyReport category.
+    pub const CATEGORY: &str = "io.kubewarden.policy.category";
+    /// `"true"` hides the policy from the Rancher UI.
+    pub const HIDDEN_UI: &str = "io.kubewarden.hidden-ui";
+    /// Artifact Hub display name.
+    pub const DISPLAY_NAME: &str = "io.artifacthub.displayName";
+    /// Kinds the policy judges, comma-separated.
+    pub const RESOURCES: &str = "io.artifacthub.resources";
+    /// Search keywords, comma-separated.
+    pub const KEYWORDS: &str = "io.artifacthub.keywords";
+    /// The release tag the module's download link points at.
+    pub const RELEASE_TAG: &str = "com.github.release.tag";
+    /// The release date (RFC 3339), Artifact Hub's `createdAt` (OCI
+    /// image-spec `annotations.md`).
+    pub const CREATED: &str = "org.opencontainers.image.created";
+    /// The tool (and version) that annotated the module.
+    pub const ANNOTATOR: &str = "io.kubewarden.kwctl";
+}
 
 /// Why metadata could not be read, checked or written.
 #[derive(Debug, thiserror::Error)]
@@ -99,47 +144,33 @@ pub struct ContextAwareResource {
     pub kind: String,
 }
 
-/// An [`MetadataError::Invalid`] from a format string.
-macro_rules! invalid {
-    ($($arg:tt)*) => { return Err(MetadataError::Invalid(format!($($arg)*))) };
-}
-
 impl Metadata {
-    /// Parses and checks `metadata.yml`.
+    /// Parses and checks `metadata.yml` ([`Metadata::check`]): a misspelt
+    /// or mistyped top-level field is refused naming it, because kwctl would
+    /// silently ignore it (a misspelt `hostCapabilities` grants everything).
     pub fn from_yaml(text: &str) -> Result<Metadata, MetadataError> {
-        let metadata: Metadata = serde_yaml::from_str(text).map_err(MetadataError::Yaml)?;
+        let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(MetadataError::Yaml)?;
+        check::fields(&value)?;
+        let metadata: Metadata = serde_yaml::from_value(value).map_err(MetadataError::Yaml)?;
         metadata.check()?;
         Ok(metadata)
     }
 
-    /// The checks `kwctl annotate` makes that matter to a host.
-    fn check(&self) -> Result<(), MetadataError> {
-        if self.rules.is_empty() {
-            invalid!("metadata has no rules");
-        }
-        for rule in &self.rules {
-            for op in &rule.operations {
-                if !["CREATE", "UPDATE", "DELETE", "CONNECT", "*"].contains(&op.as_str()) {
-                    invalid!(
-                        "metadata rule operation {op:?} is not CREATE, UPDATE, DELETE, CONNECT or *"
-                    );
-                }
-            }
-            if rule.api_groups.is_empty()
-                || rule.api_versions.is_empty()
-                || rule.resources.is_empty()
-                || rule.operations.is_empty()
-            {
-                invalid!("metadata rules need apiGroups, apiVersions, resources and operations");
-            }
-        }
-        if self.execution_mode != "kubewarden-wapc" {
-            invalid!(
-                "executionMode {:?} is not supported by olm-guard (kubewarden-wapc only)",
-                self.execution_mode
-            );
-        }
-        Ok(())
+    /// What kwctl and policy-server validate before they run a policy
+    /// (kubewarden-controller `crates/policy-evaluator/src/policy_metadata.rs`,
+    /// `Rule`/`Metadata` validators, and `host_capabilities.rs`,
+    /// `HostCapabilities::new`), plus the form of every annotation that is
+    /// present. Each error names the field and the fix.
+    pub fn check(&self) -> Result<(), MetadataError> {
+        check::metadata(self)
+    }
+
+    /// [`Metadata::check`], and every annotation Artifact Hub
+    /// (`kwctl scaffold artifacthub`) and OCI publishing need is present:
+    /// what `olm-guard annotate` requires of a module it ships.
+    pub fn check_publishable(&self) -> Result<(), MetadataError> {
+        self.check()?;
+        check::publishable(self)
     }
 
     /// The metadata embedded in a module, if any (first section wins, as in
@@ -169,7 +200,7 @@ impl Metadata {
             self.annotations.insert(USAGE_ANNOTATION.into(), usage);
         }
         self.annotations
-            .insert("io.kubewarden.kwctl".into(), annotator.to_string());
+            .insert(annotation::ANNOTATOR.into(), annotator.to_string());
         let section = serde_json::to_vec(&self).map_err(MetadataError::Json)?;
         with_custom_section(wasm, METADATA_SECTION, &section)
     }
