@@ -7,6 +7,7 @@ mod annotate;
 mod bench;
 mod common;
 mod run;
+mod session;
 mod test;
 
 use std::process::ExitCode;
