@@ -57,7 +57,7 @@ use crate::host::ClusterContext;
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     /// The file could not be read.
-    #[error("cannot read session {}: {source}", path.display())]
+    #[error("cannot read session {}", path.display())]
     Read {
         /// The session file.
         path: PathBuf,
@@ -66,7 +66,7 @@ pub enum SessionError {
         source: std::io::Error,
     },
     /// The file could not be written.
-    #[error("cannot write session {}: {source}", path.display())]
+    #[error("cannot write session {}", path.display())]
     Write {
         /// The session file.
         path: PathBuf,
@@ -77,7 +77,7 @@ pub enum SessionError {
     /// The file is not a YAML list of `type: Exchange` items.
     #[error(
         "{source_name}: not a host-capabilities session (a YAML list of `type: Exchange` items \
-         with `request` and `response`, as kwctl records): {source}"
+         with `request` and `response`, as kwctl records)"
     )]
     Format {
         /// The file (or another name for the text).
@@ -100,7 +100,7 @@ pub enum SessionError {
         reason: String,
     },
     /// A session could not be turned into YAML.
-    #[error("cannot write the session as YAML: {0}")]
+    #[error("cannot write the session as YAML")]
     Serialize(#[from] serde_yaml::Error),
 }
 
