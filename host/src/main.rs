@@ -10,6 +10,7 @@ mod inspect;
 mod run;
 mod scaffold;
 mod scaffold_manifest;
+mod session;
 mod test;
 
 use std::process::ExitCode;

@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
@@ -12,6 +11,7 @@ use olm_guard_evaluator::Policy;
 use olm_guard_runtime::Runtime;
 
 use crate::common::{LimitArgs, SnapshotArgs, read_inputs};
+use crate::session::SessionArgs;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -26,6 +26,8 @@ pub struct RunArgs {
     pub settings: Option<PathBuf>,
     #[command(flatten)]
     pub snapshot: SnapshotArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
     /// metadata.yml to use instead of the module's embedded metadata.
     #[arg(long)]
     pub metadata: Option<PathBuf>,
@@ -48,9 +50,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     policy.validate_settings(&settings)?;
+    let (cluster, context) = args.session.context(snapshot)?;
     let evaluation = policy
-        .validate(&request, &settings, Arc::new(snapshot))
+        .validate(&request, &settings, cluster)
         .with_context(|| args.policy.display().to_string())?;
+    context.finish()?;
     if args.trace {
         for call in &evaluation.calls {
             match &call.outcome {

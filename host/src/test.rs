@@ -9,6 +9,7 @@ use olm_guard_evaluator::scenario::{self, PolicyStore};
 use olm_guard_runtime::Runtime;
 
 use crate::common::{LimitArgs, display, one_line, policies_dir, truncate};
+use crate::session::SessionDirArgs;
 
 #[derive(Args)]
 pub struct TestArgs {
@@ -24,6 +25,8 @@ pub struct TestArgs {
     pub output: TestOutput,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub sessions: SessionDirArgs,
 }
 
 /// How `test` reports.
@@ -38,12 +41,13 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     if dirs.is_empty() {
         anyhow::bail!("no scenarios (directories with expect.json) below the given directories");
     }
+    let sessions = args.sessions.sessions()?;
     let runtime = Runtime::new(args.limits.limits())?;
     let mut store =
         PolicyStore::new(&runtime, args.dist.clone()).with_metadata_dir(policies_dir(&args.dist));
     let outcomes: Vec<scenario::Outcome> = dirs
         .iter()
-        .map(|dir| scenario::run(dir, &mut store))
+        .map(|dir| scenario::run_with(dir, &mut store, &sessions))
         .collect();
     let failed = outcomes.iter().filter(|o| !o.passed()).count();
     let passed = outcomes.len() - failed;

@@ -29,7 +29,9 @@ pub mod input;
 pub mod manifest;
 pub mod policy;
 pub mod scenario;
+pub mod session;
 
 pub use host::{CallRecord, ClusterContext, ContextHost, Grants};
 pub use olm_guard_core::response::{AdmissionResponse, ValidationResponse};
 pub use policy::{Evaluation, Policy, PolicyError};
+pub use session::{Session, SessionError, SessionRecorder, SessionReplay};

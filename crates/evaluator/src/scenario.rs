@@ -14,7 +14,8 @@ use olm_guard_runtime::Runtime;
 use olm_guard_snapshot::{LoadOptions, Snapshot};
 
 use crate::input as admission;
-use crate::policy::Policy;
+use crate::policy::{Evaluation, Policy};
+use crate::session::{SessionRecorder, SessionReplay};
 
 /// `expect.json`: what a scenario's evaluation must give (HACKING.md,
 /// "Scenario format").
@@ -150,9 +151,38 @@ impl Outcome {
     }
 }
 
+/// Where scenarios' host calls are answered from, and whether they are kept
+/// (recorded host-capability sessions in kwctl's format, [`crate::session`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Sessions {
+    /// From each scenario's `cluster.yaml`.
+    #[default]
+    Snapshot,
+    /// From `cluster.yaml`, every exchange written to
+    /// [`session_path`]`(dir, policy, scenario)`.
+    Record(PathBuf),
+    /// From the session at [`session_path`]`(dir, policy, scenario)`;
+    /// `cluster.yaml` is not read.
+    Replay(PathBuf),
+}
+
+/// A scenario's session file below `root`: `<root>/<policy>/<scenario>.yml`.
+pub fn session_path(root: &Path, policy: &str, scenario: &Path) -> PathBuf {
+    let name = scenario
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    root.join(policy).join(format!("{name}.yml"))
+}
+
 /// Runs the scenario in `dir`; every failure (including unreadable files) is
 /// in the outcome, never an `Err`.
 pub fn run(dir: &Path, store: &mut PolicyStore) -> Outcome {
+    run_with(dir, store, &Sessions::Snapshot)
+}
+
+/// [`run`], answering host calls as `sessions` says.
+pub fn run_with(dir: &Path, store: &mut PolicyStore, sessions: &Sessions) -> Outcome {
     let mut outcome = Outcome {
         dir: dir.to_path_buf(),
         policy: String::new(),
@@ -162,13 +192,18 @@ pub fn run(dir: &Path, store: &mut PolicyStore) -> Outcome {
         response: None,
         patched_object: None,
     };
-    if let Err(e) = evaluate(dir, store, &mut outcome) {
+    if let Err(e) = evaluate(dir, store, sessions, &mut outcome) {
         outcome.failures.push(format!("{e:#}"));
     }
     outcome
 }
 
-fn evaluate(dir: &Path, store: &mut PolicyStore, outcome: &mut Outcome) -> anyhow::Result<()> {
+fn evaluate(
+    dir: &Path,
+    store: &mut PolicyStore,
+    sessions: &Sessions,
+    outcome: &mut Outcome,
+) -> anyhow::Result<()> {
     let expect: Expect =
         serde_json::from_value(admission::read_document(&dir.join("expect.json"))?)
             .context("expect.json")?;
@@ -204,13 +239,14 @@ fn evaluate(dir: &Path, store: &mut PolicyStore, outcome: &mut Outcome) -> anyho
 
     let request =
         admission::admission_request(admission::read_document(&dir.join("request.json"))?)?;
-    let cluster_path = dir.join("cluster.yaml");
-    let mut snapshot = Snapshot::new();
-    if cluster_path.is_file() {
-        let text = std::fs::read_to_string(&cluster_path)?;
-        snapshot.add_source("cluster.yaml", &text, LoadOptions::STRICT)?;
-    }
-    let evaluation = policy.validate(&request, &settings, Arc::new(snapshot))?;
+    let evaluation = validate_in_context(
+        &policy,
+        &request,
+        &settings,
+        dir,
+        sessions,
+        &mut outcome.failures,
+    )?;
     let response = evaluation.response;
     outcome.verdict = verdict_word(&response).into();
     outcome.message = response.message().to_string();
@@ -218,6 +254,59 @@ fn evaluate(dir: &Path, store: &mut PolicyStore, outcome: &mut Outcome) -> anyho
     outcome.patched_object = response.patched_object(&request)?;
     outcome.response = Some(response);
     Ok(())
+}
+
+fn load_snapshot(dir: &Path) -> anyhow::Result<Snapshot> {
+    let cluster_path = dir.join("cluster.yaml");
+    let mut snapshot = Snapshot::new();
+    if cluster_path.is_file() {
+        let text = std::fs::read_to_string(&cluster_path)?;
+        snapshot.add_source("cluster.yaml", &text, LoadOptions::STRICT)?;
+    }
+    Ok(snapshot)
+}
+
+/// `validate` with host calls answered from the snapshot (recording them) or
+/// from the recorded session; a replay that does not match the calls, or is
+/// not used up, is a failure of the scenario.
+fn validate_in_context(
+    policy: &Policy,
+    request: &Value,
+    settings: &Value,
+    dir: &Path,
+    sessions: &Sessions,
+    failures: &mut Vec<String>,
+) -> anyhow::Result<Evaluation> {
+    Ok(match sessions {
+        Sessions::Snapshot => policy.validate(request, settings, Arc::new(load_snapshot(dir)?))?,
+        Sessions::Record(root) => {
+            let recorder = Arc::new(SessionRecorder::new(Arc::new(load_snapshot(dir)?)));
+            let evaluation = policy.validate(request, settings, recorder.clone())?;
+            recorder
+                .session()
+                .save(&session_path(root, &policy.name, dir))?;
+            evaluation
+        }
+        Sessions::Replay(root) => {
+            let path = session_path(root, &policy.name, dir);
+            let replay = Arc::new(SessionReplay::load(&path).with_context(|| {
+                format!(
+                    "record the sessions first: olm-guard test --record-dir {}",
+                    root.display()
+                )
+            })?);
+            let evaluation = policy.validate(request, settings, replay.clone())?;
+            failures.extend(replay.problems());
+            let left = replay.remaining();
+            if left > 0 {
+                failures.push(format!(
+                    "{}: {left} recorded exchange(s) not replayed: the module made fewer host calls than recorded",
+                    path.display()
+                ));
+            }
+            evaluation
+        }
+    })
 }
 
 fn verdict_word(response: &AdmissionResponse) -> &'static str {
