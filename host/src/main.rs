@@ -6,6 +6,8 @@
 mod annotate;
 mod bench;
 mod common;
+mod pull;
+mod push;
 mod run;
 mod test;
 
@@ -36,6 +38,10 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Embed metadata.yml into a module (`io.kubewarden.metadata`), as `kwctl annotate`.
     Annotate(annotate::AnnotateArgs),
+    /// Push an annotated module to an OCI registry, as `kwctl push`.
+    Push(push::PushArgs),
+    /// Pull a module from an OCI registry (into the cache, or -o FILE).
+    Pull(pull::PullArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +51,8 @@ fn main() -> ExitCode {
         Command::Test(args) => test::test(args),
         Command::Bench(args) => bench::bench(args),
         Command::Annotate(args) => annotate::annotate(args),
+        Command::Push(args) => push::push(args),
+        Command::Pull(args) => pull::pull(args),
     };
     match result {
         Ok(code) => code,
