@@ -7,6 +7,8 @@ mod annotate;
 mod bench;
 mod common;
 mod inspect;
+mod pull;
+mod push;
 mod run;
 mod scaffold;
 mod scaffold_manifest;
@@ -45,6 +47,10 @@ enum Command {
     /// Write Kubewarden resources and Artifact Hub packages from a module's
     /// metadata, as `kwctl scaffold`.
     Scaffold(scaffold::ScaffoldArgs),
+    /// Push an annotated module to an OCI registry, as `kwctl push`.
+    Push(push::PushArgs),
+    /// Pull a module from an OCI registry (into the cache, or -o FILE).
+    Pull(pull::PullArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +62,8 @@ fn main() -> ExitCode {
         Command::Annotate(args) => annotate::annotate(args),
         Command::Inspect(args) => inspect::inspect(args),
         Command::Scaffold(args) => scaffold::scaffold(args),
+        Command::Push(args) => push::push(args),
+        Command::Pull(args) => pull::pull(args),
     };
     match result {
         Ok(code) => code,

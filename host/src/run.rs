@@ -15,9 +15,11 @@ use crate::session::SessionArgs;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The policy module (.wasm).
+    /// The policy module: a .wasm file or registry://host[:port]/repo:tag.
     #[arg(long)]
     pub policy: PathBuf,
+    #[command(flatten)]
+    pub registry: crate::pull::RegistryArgs,
     /// AdmissionReview or AdmissionRequest, JSON or YAML.
     #[arg(long)]
     pub request: PathBuf,
@@ -42,7 +44,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (request, settings, snapshot) =
         read_inputs(&args.request, args.settings.as_deref(), &args.snapshot)?;
     let runtime = Runtime::new(args.limits.limits())?;
-    let policy = Policy::load(&runtime, &args.policy, args.metadata.as_deref())?;
+    let module = crate::pull::local_policy(&args.policy, &args.registry)?;
+    let policy = Policy::load(&runtime, &module, args.metadata.as_deref())?;
     if policy.metadata.is_none() {
         eprintln!(
             "olm-guard: warning: {} has no embedded metadata and no --metadata: it may read no cluster resources",

@@ -1,0 +1,91 @@
+//! `olm-guard pull`: fetch a module from an OCI registry, as `kwctl pull`;
+//! and [`local_policy`], which lets every command that takes `--policy`
+//! take a `registry://` reference too.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+use olm_guard_oci::{Cached, Options, PolicyRef, default_cache_dir, pull as oci_pull};
+
+/// How to reach a registry; shared by push, pull and `run --policy registry://…`.
+#[derive(Args, Clone, Default)]
+pub struct RegistryArgs {
+    /// Plain HTTP instead of HTTPS, for a local registry (kwctl's
+    /// sources.yaml `insecure_sources`).
+    #[arg(long)]
+    pub insecure: bool,
+    /// PEM file of a certificate authority to trust besides the system ones;
+    /// repeatable.
+    #[arg(long, value_name = "PEM", env = "OLM_GUARD_CA_CERT")]
+    pub ca_cert: Vec<PathBuf>,
+    /// Docker config file with registry credentials (`auths.<host>.auth`);
+    /// default `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`.
+    #[arg(long, value_name = "FILE")]
+    pub docker_config: Option<PathBuf>,
+    /// Where pulled modules are kept by digest; default
+    /// `$XDG_CACHE_HOME/olm-guard/modules` (else `~/.cache/olm-guard/modules`).
+    #[arg(long, value_name = "DIR", env = "OLM_GUARD_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl RegistryArgs {
+    pub(crate) fn options(&self) -> Options {
+        Options {
+            insecure: self.insecure,
+            ca_certs: self.ca_cert.clone(),
+            docker_config: self.docker_config.clone(),
+        }
+    }
+
+    fn cache_dir(&self) -> anyhow::Result<PathBuf> {
+        self.cache_dir.clone().or_else(default_cache_dir).context(
+            "no cache directory: HOME and XDG_CACHE_HOME are unset; pass --cache-dir or set OLM_GUARD_CACHE_DIR",
+        )
+    }
+}
+
+#[derive(Args)]
+pub struct PullArgs {
+    /// registry://host[:port]/repository:tag or …@sha256:<hex>.
+    pub reference: String,
+    /// Write the module here instead of into the cache.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
+    let reference = PolicyRef::parse(&args.reference)?;
+    let options = args.registry.options();
+    let (path, digest) = match &args.output {
+        Some(output) => {
+            let pulled = oci_pull(&reference, &options)?;
+            olm_guard_oci::write_atomically(output, &pulled.module)?;
+            (output.clone(), pulled.digest)
+        }
+        None => {
+            let cached = Cached::fetch(&reference, &options, &args.registry.cache_dir()?)?;
+            (cached.path, cached.digest)
+        }
+    };
+    println!("pulled {reference}");
+    println!("digest {digest}");
+    println!("module {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The local file of a `--policy` value: the path itself, or for a
+/// `registry://` reference the module pulled into the cache (not pulled
+/// again while the tag resolves to the same digest).
+pub fn local_policy(policy: &Path, registry: &RegistryArgs) -> anyhow::Result<PathBuf> {
+    let Some(text) = policy.to_str().filter(|text| PolicyRef::is_registry(text)) else {
+        return Ok(policy.to_path_buf());
+    };
+    let reference = PolicyRef::parse(text)?;
+    let cached = Cached::fetch(&reference, &registry.options(), &registry.cache_dir()?)?;
+    Ok(cached.path)
+}

@@ -1,0 +1,53 @@
+//! `olm-guard push`: store an annotated module in an OCI registry, as
+//! `kwctl push` (kubewarden/kubewarden-controller, `crates/kwctl/src/push.rs`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+use crate::pull::RegistryArgs;
+
+#[derive(Args)]
+pub struct PushArgs {
+    /// The annotated module (`olm-guard annotate`).
+    pub module: PathBuf,
+    /// Where to push: registry://host[:port]/repository:tag.
+    pub reference: String,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = PushFormat::Text)]
+    pub output: PushFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum PushFormat {
+    /// `pushed <reference>` and `digest <sha256:…>`.
+    Text,
+    /// `{"reference", "digest", "immutable_ref"}`, as `kwctl push -o json`.
+    Json,
+    /// The same fields as YAML.
+    Yaml,
+}
+
+pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
+    let module = olm_guard_oci::read_file(&args.module)?;
+    let file = args.module.display().to_string();
+    let pushed = olm_guard_oci::push(&module, &file, &args.reference, &args.registry.options())?;
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        PushFormat::Text => {
+            writeln!(out, "pushed {}", pushed.reference)?;
+            writeln!(out, "digest {}", pushed.digest)?;
+            writeln!(out, "immutable {}", pushed.immutable_ref)?;
+        }
+        PushFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &pushed)?;
+            writeln!(out)?;
+        }
+        PushFormat::Yaml => write!(out, "{}", serde_yaml::to_string(&pushed)?)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
