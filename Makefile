@@ -12,7 +12,7 @@ POLICIES := $(notdir $(patsubst %/,%,$(wildcard policies/*/)))
 HOST     := target/debug/olm-guard
 CARGO    ?= cargo
 
-.PHONY: all examples test dist host wasm fmt-check lint unit bench fuzz deploy clean
+.PHONY: all examples test dist host wasm fmt-check lint unit bench fuzz deploy sessions artifacthub test-deps clean
 
 all: examples
 
@@ -39,12 +39,25 @@ fmt-check:
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-unit:
+# Debian's docker-registry (the CNCF distribution registry) for the OCI tests.
+test-deps:
+	scripts/test-deps.sh
+
+unit: test-deps
 	$(CARGO) test --workspace --exclude olm-guard-conformance
 
-# The host's scenario suite (host/tests/scenarios.rs) needs dist/.
-test: fmt-check lint dist unit
-	$(HOST) test testdata
+SESSIONS := target/sessions
+
+# Record every scenario's host-capability session (kwctl's format), then answer
+# every scenario from those files alone (no cluster.yaml): same verdicts required.
+sessions: dist
+	rm -rf $(SESSIONS)
+	$(HOST) test testdata --record-dir $(SESSIONS)
+	$(HOST) test testdata --replay-dir $(SESSIONS)
+
+# Everything: fmt, clippy, every module built, unit and integration tests, every
+# scenario recorded and replayed, and Kubewarden's own waPC host on every scenario.
+test: fmt-check lint dist unit sessions
 	$(CARGO) test -p olm-guard-conformance -- --nocapture
 
 # Modules vs the same rules compiled natively, on the large built-in inputs.
@@ -60,6 +73,11 @@ deploy: dist
 	    dist/$$p.wasm -o deploy/$$p.yaml 2>/dev/null || exit 1; \
 	done
 	$(HOST) scaffold policies $(patsubst %,dist/%.wasm,$(POLICIES)) -o deploy/policies.yml
+
+# artifacthub/: Artifact Hub package files from policies/*/metadata.yml and
+# README.md (a test checks drift).
+artifacthub: host
+	$(HOST) scaffold artifacthub policies/*/ --dir artifacthub
 
 # The long fuzz run (docs/reliability.md); a bounded, seeded run is part of
 # `make test` (crates/fuzz/tests/bounded.rs).
