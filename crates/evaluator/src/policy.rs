@@ -256,10 +256,7 @@ impl Policy {
         let bytes = self
             .module
             .call("validate", payload, Arc::new(self.host(cluster)))?;
-        let response: ValidationResponse = serde_json::from_slice(&bytes).map_err(|e| {
-            CallError::Guest(format!("the module's validate answer is not valid: {e}"))
-        })?;
-        Ok(AdmissionResponse::from_validation(request, response))
+        response_of(request, &bytes)
     }
 
     /// `validate` with every host call answered by `host` as it is: no
@@ -273,14 +270,19 @@ impl Policy {
         let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))
             .map_err(|e| CallError::Guest(e.to_string()))?;
         let bytes = self.module.call("validate", &payload, host)?;
-        let response: ValidationResponse = serde_json::from_slice(&bytes).map_err(|e| {
-            CallError::Guest(format!("the module's validate answer is not valid: {e}"))
-        })?;
-        Ok(AdmissionResponse::from_validation(request, response))
+        response_of(request, &bytes)
     }
 
     /// A host for this policy's grants over `cluster`.
     pub fn host(&self, cluster: ClusterContext) -> ContextHost {
         ContextHost::new(cluster, Grants::from_metadata(self.metadata.as_ref()))
     }
+}
+
+/// The AdmissionResponse for the module's `validate` answer `bytes`; an
+/// answer that is not a ValidationResponse is the module's failure.
+fn response_of(request: &Value, bytes: &[u8]) -> Result<AdmissionResponse, CallError> {
+    let response: ValidationResponse = serde_json::from_slice(bytes)
+        .map_err(|e| CallError::Guest(format!("the module's validate answer is not valid: {e}")))?;
+    Ok(AdmissionResponse::from_validation(request, response))
 }
