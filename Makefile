@@ -8,7 +8,10 @@
 
 POLICIES := $(notdir $(patsubst %/,%,$(wildcard policies/*/)))
 # The dev profile optimises dependencies (wasmtime) already; one build of the
-# host then serves annotate, the scenario suite and `cargo test`.
+# host then serves annotate, the scenario suite and `cargo test`. The host is
+# built by the same command as the unit tests (`--no-run`): a `cargo build -p`
+# unifies other features than `cargo test --workspace`, and wasmtime would be
+# compiled twice.
 HOST     := target/debug/olm-guard
 CARGO    ?= cargo
 
@@ -16,8 +19,10 @@ CARGO    ?= cargo
 
 all: examples
 
+UNIT := --workspace --exclude olm-guard-conformance
+
 host:
-	$(CARGO) build -p olm-guard-host
+	$(CARGO) test $(UNIT) --no-run
 
 wasm:
 	scripts/build-wasm.sh $(POLICIES)
@@ -44,7 +49,7 @@ test-deps:
 	scripts/test-deps.sh
 
 unit: test-deps
-	$(CARGO) test --workspace --exclude olm-guard-conformance
+	$(CARGO) test $(UNIT)
 
 SESSIONS := target/sessions
 
@@ -81,9 +86,9 @@ artifacthub: host
 
 # The long fuzz run (docs/reliability.md); a bounded, seeded run is part of
 # `make test` (crates/fuzz/tests/bounded.rs).
-FUZZ_ITERATIONS ?= 1000000
+FUZZ_EXECUTIONS ?= 1000000
 fuzz: dist
-	$(CARGO) run --release -p olm-guard-fuzz -- --iterations $(FUZZ_ITERATIONS) --seed 1 --findings target/findings
+	$(CARGO) run --release -p olm-guard-fuzz -- --iterations 0 --executions $(FUZZ_EXECUTIONS) --seed 1 --findings target/findings
 
 clean:
 	rm -rf dist

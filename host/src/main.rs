@@ -25,7 +25,16 @@ use common::one_line;
 #[command(
     name = "olm-guard",
     version,
-    about = "Run olm-guard (Kubewarden waPC) policy modules locally"
+    about = "Run olm-guard (Kubewarden waPC) policy modules locally",
+    after_help = "\
+Exit codes (every subcommand): 0 success; 1 a verdict failed (run --fail-on-deny
+saw a denial, test saw a failed scenario); 2 an input could not be read, the
+settings were refused, or a module failed (trap, deadline, memory cap).
+
+Examples:
+  olm-guard run catalog-union --object cs.yaml
+  olm-guard test testdata
+  olm-guard inspect dist/og-intersection.wasm -o yaml"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -69,7 +78,10 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("olm-guard: {}", one_line(&format!("{e:#}")));
-            ExitCode::FAILURE
+            // 1 is kept for a verdict that fails (`run --fail-on-deny`,
+            // `test` with a failed scenario), as diff and grep keep 2 for
+            // trouble: a pipeline can tell a denial from a broken input.
+            ExitCode::from(2)
         }
     }
 }

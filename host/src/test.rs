@@ -1,8 +1,9 @@
 //! `olm-guard test`: run scenario directories.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Args;
 
 use olm_guard_evaluator::scenario::{self, PolicyStore};
@@ -12,13 +13,41 @@ use crate::common::{LimitArgs, display, one_line, policies_dir, truncate};
 use crate::session::SessionDirArgs;
 
 #[derive(Args)]
+#[command(after_help = "\
+A scenario is a directory holding (each file JSON or YAML, named .json, .yaml
+or .yml):
+  expect     what the evaluation must give (required):
+             {\"policy\": \"catalog-union\", \"allowed\": false,
+              \"message_contains\": \"...\", \"warnings_contain\": [\"...\"],
+              \"no_warnings\": true, \"mutated\": true,
+              \"patched_object_contains\": {...}}
+             only `policy` is required; `settings_error_contains` instead
+             expects validate_settings to refuse the settings with that text
+  request    an AdmissionReview, or a bare AdmissionRequest (required unless
+             the settings are expected to be refused)
+  settings   the policy's settings (default: {})
+  cluster    the cluster snapshot the module's host calls are answered from
+A directory with a request, settings or cluster file but no expect file
+fails the run; directories with no scenario in or below them are listed as
+skipped. The full format: HACKING.md, \"Scenario format\".
+
+Examples:
+  olm-guard test testdata
+  olm-guard test testdata/catalog-union -o json > results.json
+  olm-guard test ~/my-cases --dist ~/olm-guard/dist
+
+Exit codes: 0 every scenario passed; 1 a scenario failed or a directory is an
+incomplete scenario; 2 no scenario was found or the run could not start (no
+modules, unreadable --replay-dir).")]
 pub struct TestArgs {
     /// Directories to search for scenarios (directories with expect.json).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
-    /// Where `<policy>.wasm` modules are.
-    #[arg(long, default_value = "dist")]
-    pub dist: PathBuf,
+    /// Where `<policy>.wasm` modules are; by default the `dist/` of the
+    /// project the scenarios are in (the nearest directory above them that
+    /// has one), else `./dist`.
+    #[arg(long)]
+    pub dist: Option<PathBuf>,
     /// `text`: a verdict table; `json`: every scenario's full result
     /// (response and patched object included) as one JSON document.
     #[arg(short, long, value_enum, default_value_t = TestOutput::Text)]
@@ -37,26 +66,42 @@ pub enum TestOutput {
 }
 
 pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
-    let dirs = scenario::discover(&args.dirs)?;
-    if dirs.is_empty() {
+    let found = scenario::discover_all(&args.dirs)?;
+    for (dir, reason) in &found.skipped {
+        eprintln!("olm-guard: skipped {}: {reason}", display(dir));
+    }
+    if found.scenarios.is_empty() && found.incomplete.is_empty() {
         anyhow::bail!("no scenarios (directories with expect.json) below the given directories");
     }
+    let dist = dist_dir(&args)?;
     let sessions = args.sessions.sessions()?;
     let runtime = Runtime::new(args.limits.limits())?;
-    let mut store =
-        PolicyStore::new(&runtime, args.dist.clone()).with_metadata_dir(policies_dir(&args.dist));
-    let outcomes: Vec<scenario::Outcome> = dirs
+    let mut store = PolicyStore::new(&runtime, dist.clone()).with_metadata_dir(policies_dir(&dist));
+    let outcomes: Vec<scenario::Outcome> = found
+        .scenarios
         .iter()
         .map(|dir| scenario::run_with(dir, &mut store, &sessions))
         .collect();
-    let failed = outcomes.iter().filter(|o| !o.passed()).count();
-    let passed = outcomes.len() - failed;
+    let failed = outcomes.iter().filter(|o| !o.passed()).count() + found.incomplete.len();
+    let passed = outcomes.len() + found.incomplete.len() - failed;
     match args.output {
-        TestOutput::Text => print_table(&outcomes),
+        TestOutput::Text => {
+            print_table(&outcomes);
+            for (dir, reason) in &found.incomplete {
+                println!("FAIL  {}  {reason}", display(dir));
+            }
+        }
         TestOutput::Json => {
             let results: Vec<serde_json::Value> = outcomes.iter().map(outcome_json).collect();
+            let pairs = |list: &[(PathBuf, String)]| -> Vec<serde_json::Value> {
+                list.iter()
+                    .map(|(dir, reason)| serde_json::json!({"dir": display(dir), "reason": reason}))
+                    .collect()
+            };
             let document = serde_json::json!({
                 "results": results,
+                "incomplete": pairs(&found.incomplete),
+                "skipped": pairs(&found.skipped),
                 "passed": passed,
                 "failed": failed,
             });
@@ -73,6 +118,46 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    })
+}
+
+/// `--dist`, or the `dist/` of the project the first scenario tree is in:
+/// the nearest directory above it that has one (so `olm-guard test
+/// ../olm-guard/testdata` works from anywhere), else `./dist`.
+fn dist_dir(args: &TestArgs) -> anyhow::Result<PathBuf> {
+    if let Some(dist) = &args.dist {
+        return Ok(dist.clone());
+    }
+    let first = args
+        .dirs
+        .first()
+        .map(PathBuf::as_path)
+        .unwrap_or(Path::new("."));
+    let start = first
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", first.display()))?;
+    if let Some(dist) = start
+        .ancestors()
+        .map(|dir| dir.join("dist"))
+        .find(|dist| has_modules(dist))
+    {
+        return Ok(dist);
+    }
+    let here = PathBuf::from("dist");
+    if has_modules(&here) {
+        return Ok(here);
+    }
+    anyhow::bail!(
+        "no dist/ with modules above {} or in the current directory: pass --dist DIR (the directory holding <policy>.wasm; `make dist` builds it)",
+        first.display()
+    )
+}
+
+fn has_modules(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "wasm"))
     })
 }
 

@@ -99,8 +99,9 @@ fn unparsable_and_incomplete_requests_are_explained() {
         &garbage,
     ]);
     assert!(!out.status.success());
+    // A .json file gets the JSON parser's account, with its position.
     assert!(
-        stderr(&out).contains("is neither JSON nor YAML"),
+        stderr(&out).contains("garbage.json is not valid JSON") && stderr(&out).contains("line 1"),
         "{}",
         stderr(&out)
     );

@@ -14,6 +14,36 @@ pub struct FieldTypeError {
     /// serde's account of the mismatch, e.g. "invalid type: integer `5`,
     /// expected a string".
     pub reason: String,
+    /// The JSON type of the value found at `path` (`a string`, `null`, ...),
+    /// when the path leads to one.
+    pub found: Option<&'static str>,
+}
+
+impl FieldTypeError {
+    /// The mismatch in the words of the field's documentation: `expected a
+    /// boolean, got a string` where serde says `invalid type: string "no",
+    /// expected a boolean`; serde's own words for any other fault (a missing
+    /// or unknown field, a value out of range).
+    pub fn plain_reason(&self) -> String {
+        match (self.reason.strip_prefix("invalid type: "), self.found) {
+            (Some(rest), Some(found)) => match rest.split_once(", expected ") {
+                Some((_, expected)) => format!("expected {expected}, got {found}"),
+                None => self.reason.clone(),
+            },
+            _ => self.reason.clone(),
+        }
+    }
+
+    /// `<root>.<path>: <plain reason>`, e.g. `settings.allowLegacy: expected
+    /// a boolean, got a string`: what a user reading a message about a whole
+    /// document (settings, a request) needs to find the field.
+    pub fn under(&self, root: &str) -> String {
+        if self.path == "." {
+            format!("{root}: {}", self.plain_reason())
+        } else {
+            format!("{root}.{}: {}", self.path, self.plain_reason())
+        }
+    }
 }
 
 /// `rules[1].verbs: invalid type: ...`, or the reason alone when the value
@@ -46,7 +76,18 @@ pub fn json_type(value: &Value) -> &'static str {
 pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, FieldTypeError> {
     serde_path_to_error::deserialize(value).map_err(|e| FieldTypeError {
         path: e.path().to_string(),
+        found: value_at(value, e.path()).map(json_type),
         reason: e.into_inner().to_string(),
+    })
+}
+
+/// The value `path` leads to inside `value`, if it exists.
+fn value_at<'v>(value: &'v Value, path: &serde_path_to_error::Path) -> Option<&'v Value> {
+    use serde_path_to_error::Segment;
+    path.iter().try_fold(value, |at, segment| match segment {
+        Segment::Seq { index } => at.get(index),
+        Segment::Map { key } => at.get(key.as_str()),
+        Segment::Enum { .. } | Segment::Unknown => None,
     })
 }
 
@@ -74,6 +115,37 @@ mod tests {
         assert_eq!(err.path, "inner[1].name");
         assert!(err.reason.contains("expected a string"), "{err}");
         assert!(err.to_string().starts_with("inner[1].name: "), "{err}");
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    #[serde(deny_unknown_fields)]
+    struct Settings {
+        #[serde(rename = "allowLegacy", default)]
+        allow_legacy: bool,
+    }
+
+    #[test]
+    fn under_a_root_it_says_what_was_expected_and_what_was_found() {
+        let err = from_value::<Settings>(&json!({"allowLegacy": "no"})).unwrap_err();
+        assert_eq!(err.found, Some("a string"));
+        assert_eq!(
+            err.under("settings"),
+            "settings.allowLegacy: expected a boolean, got a string"
+        );
+        let err = from_value::<Outer>(&json!({"inner": [{"name": null}]})).unwrap_err();
+        assert_eq!(
+            err.under("x"),
+            "x.inner[0].name: expected a string, got null"
+        );
+    }
+
+    #[test]
+    fn faults_other_than_a_type_keep_serdes_words() {
+        let err = from_value::<Settings>(&json!({"allowlegacy": true})).unwrap_err();
+        let message = err.under("settings");
+        assert!(message.starts_with("settings"), "{message}");
+        assert!(message.contains("unknown field `allowlegacy`"), "{message}");
     }
 
     #[test]

@@ -56,10 +56,15 @@ pub fn evaluate<S: PolicySettings>(
     rule: Rule<S>,
     cluster: &dyn Cluster,
 ) -> Verdict {
-    let request: AdmissionRequest = match serde_json::from_value(request) {
+    // The path-keeping decoder, so `uid: 1234` says `request.uid: expected
+    // a string, got a number`.
+    let request: AdmissionRequest = match crate::decode::from_value(&request) {
         Ok(r) => r,
         Err(e) => {
-            return Verdict::bad_request(format!("the AdmissionRequest cannot be read: {e}"));
+            return Verdict::bad_request(format!(
+                "the AdmissionRequest cannot be read: {}",
+                e.under("request")
+            ));
         }
     };
     let settings = match settings::parse::<S>(settings) {

@@ -20,12 +20,12 @@ pub fn parse<S: PolicySettings>(value: &Value) -> Result<S, String> {
         Value::Null => S::default(),
         // serde reads a struct from a list too (its fields in order), which
         // no policy's settings mean: Kubewarden's settings are a mapping.
-        Value::Object(_) => {
-            serde_json::from_value(value.clone()).map_err(|e| format!("invalid settings: {e}"))?
-        }
+        // The path-keeping decoder, so a type error names the setting:
+        // `settings.allowLegacy: expected a boolean, got a string`.
+        Value::Object(_) => crate::decode::from_value(value).map_err(|e| e.under("settings"))?,
         other => {
             return Err(format!(
-                "invalid settings: expected a mapping of setting names to values, got {}",
+                "settings: expected a mapping of setting names to values, got {}",
                 crate::decode::json_type(other)
             ));
         }

@@ -1,5 +1,7 @@
 //! Scenario tests: a directory with `request.json`, optional `settings.json`
 //! and `cluster.yaml`, and `expect.json`, evaluated through the real module.
+//! Each file may be JSON or YAML, named `.json`, `.yaml` or `.yml`
+//! ([`input_file`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -50,31 +52,109 @@ pub struct Expect {
     pub description: Option<String>,
 }
 
-/// Every scenario directory (one holding `expect.json`) below `roots`, sorted.
+/// The extensions a scenario file may have, in the order they are looked for.
+const EXTENSIONS: [&str; 3] = ["json", "yaml", "yml"];
+
+/// The scenario file `<stem>.json`, `<stem>.yaml` or `<stem>.yml` in `dir`,
+/// if there is one; two of them is an error (which one counts would be a
+/// guess).
+pub fn input_file(dir: &Path, stem: &str) -> anyhow::Result<Option<PathBuf>> {
+    let found: Vec<PathBuf> = EXTENSIONS
+        .iter()
+        .map(|ext| dir.join(format!("{stem}.{ext}")))
+        .filter(|path| path.is_file())
+        .collect();
+    match found.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.clone())),
+        [first, second, ..] => anyhow::bail!(
+            "{} holds both {} and {}: keep one",
+            dir.display(),
+            file_name(first),
+            file_name(second)
+        ),
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// What a walk of scenario trees found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Scenario directories (holding an `expect` file), sorted.
+    pub scenarios: Vec<PathBuf>,
+    /// Directories that hold scenario inputs (`request`, `settings`,
+    /// `cluster`) but no `expect` file: a broken case, which fails a run.
+    pub incomplete: Vec<(PathBuf, String)>,
+    /// Directories with no scenario in or below them (fixtures, notes),
+    /// with the reason they were skipped.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// Every scenario directory (one holding `expect.json` or `expect.yaml`)
+/// below `roots`, sorted.
 pub fn discover(roots: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    let mut found = Vec::new();
+    Ok(discover_all(roots)?.scenarios)
+}
+
+/// Every scenario directory below `roots`, and every directory that is not
+/// one, with the reason: nothing is skipped unsaid.
+pub fn discover_all(roots: &[PathBuf]) -> anyhow::Result<Discovery> {
+    let mut found = Discovery::default();
     for root in roots {
         if !root.is_dir() {
             anyhow::bail!("{} is not a directory", root.display());
         }
         walk(root, &mut found)?;
     }
-    found.sort();
+    found.scenarios.sort();
+    found.incomplete.sort();
+    found.skipped.sort();
     Ok(found)
 }
 
-fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    if dir.join("expect.json").is_file() {
-        found.push(dir.to_path_buf());
-        return Ok(());
+/// Walks `dir`; true when a scenario was found in or below it.
+fn walk(dir: &Path, found: &mut Discovery) -> anyhow::Result<bool> {
+    if input_file(dir, "expect")?.is_some() {
+        found.scenarios.push(dir.to_path_buf());
+        return Ok(true);
     }
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let path = entry?.path();
-        if path.is_dir() {
-            walk(&path, found)?;
-        }
+    let inputs: Vec<String> = ["request", "settings", "cluster"]
+        .iter()
+        .filter_map(|stem| input_file(dir, stem).ok().flatten())
+        .map(|path| file_name(&path))
+        .collect();
+    if !inputs.is_empty() {
+        found.incomplete.push((
+            dir.to_path_buf(),
+            format!(
+                "holds {} but no expect.json or expect.yaml: add one saying what the evaluation must give",
+                inputs.join(", ")
+            ),
+        ));
+        return Ok(true);
     }
-    Ok(())
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("cannot list {}", dir.display()))?;
+    entries.sort();
+    let mut any = false;
+    for path in entries.iter().filter(|p| p.is_dir()) {
+        any |= walk(path, found)?;
+    }
+    if !any {
+        found.skipped.push((
+            dir.to_path_buf(),
+            "no scenario (no expect.json or expect.yaml) in or below it".into(),
+        ));
+    }
+    Ok(any)
 }
 
 /// Modules by policy name, compiled once per run.
@@ -204,16 +284,15 @@ fn evaluate(
     sessions: &Sessions,
     outcome: &mut Outcome,
 ) -> anyhow::Result<()> {
-    let expect: Expect =
-        serde_json::from_value(admission::read_document(&dir.join("expect.json"))?)
-            .context("expect.json")?;
+    let expect_path = input_file(dir, "expect")?
+        .with_context(|| format!("{}: no expect.json or expect.yaml", dir.display()))?;
+    let expect: Expect = serde_json::from_value(admission::read_document(&expect_path)?)
+        .with_context(|| file_name(&expect_path))?;
     outcome.policy = expect.policy.clone();
     let policy = store.get(&expect.policy)?;
-    let settings_path = dir.join("settings.json");
-    let settings = admission::settings_object(if settings_path.is_file() {
-        Some(admission::read_document(&settings_path)?)
-    } else {
-        None
+    let settings = admission::settings_object(match input_file(dir, "settings")? {
+        Some(path) => Some(admission::read_document(&path)?),
+        None => None,
     })?;
 
     let settings_check = policy.validate_settings(&settings);
@@ -237,8 +316,10 @@ fn evaluate(
     }
     settings_check?;
 
-    let request =
-        admission::admission_request(admission::read_document(&dir.join("request.json"))?)?;
+    let request_path = input_file(dir, "request")?
+        .with_context(|| format!("{}: no request.json or request.yaml", dir.display()))?;
+    let request = admission::admission_request(admission::read_document(&request_path)?)
+        .with_context(|| file_name(&request_path))?;
     let evaluation = validate_in_context(
         &policy,
         &request,
@@ -257,11 +338,10 @@ fn evaluate(
 }
 
 fn load_snapshot(dir: &Path) -> anyhow::Result<Snapshot> {
-    let cluster_path = dir.join("cluster.yaml");
     let mut snapshot = Snapshot::new();
-    if cluster_path.is_file() {
+    if let Some(cluster_path) = input_file(dir, "cluster")? {
         let text = std::fs::read_to_string(&cluster_path)?;
-        snapshot.add_source("cluster.yaml", &text, LoadOptions::STRICT)?;
+        snapshot.add_source(&file_name(&cluster_path), &text, LoadOptions::STRICT)?;
     }
     Ok(snapshot)
 }

@@ -144,7 +144,50 @@ pub struct ContextAwareResource {
     pub kind: String,
 }
 
+/// What an admission request is about, as webhook rules match it: the
+/// request's `resource` (group, version, resource), `subResource` and
+/// `operation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestTarget<'a> {
+    /// The API group (`""` for core).
+    pub group: &'a str,
+    /// The API version.
+    pub version: &'a str,
+    /// The resource (plural), e.g. `catalogsources`.
+    pub resource: &'a str,
+    /// The subresource, `""` for the resource itself.
+    pub subresource: &'a str,
+    /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT`.
+    pub operation: &'a str,
+}
+
+impl Rule {
+    /// Whether the API server sends a request for `target` to a webhook with
+    /// this rule, as `k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules/rules.go`
+    /// (`Matcher.Matches`) decides: `*` matches any group, version or
+    /// operation; a resource `*` matches every resource but no subresource,
+    /// `pods/*` every subresource of pods, `*/*` everything.
+    pub fn matches(&self, target: &RequestTarget<'_>) -> bool {
+        let any = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
+        let resource = self.resources.iter().any(|entry| {
+            let (resource, sub) = entry.split_once('/').unwrap_or((entry, ""));
+            (resource == "*" || resource == target.resource)
+                && (sub == "*" || sub == target.subresource)
+        });
+        any(&self.operations, target.operation)
+            && any(&self.api_groups, target.group)
+            && any(&self.api_versions, target.version)
+            && resource
+    }
+}
+
 impl Metadata {
+    /// Whether policy-server would send a request for `target` to this
+    /// policy (some rule matches it).
+    pub fn covers(&self, target: &RequestTarget<'_>) -> bool {
+        self.rules.iter().any(|rule| rule.matches(target))
+    }
+
     /// Parses and checks `metadata.yml` ([`Metadata::check`]): a misspelt
     /// or mistyped top-level field is refused naming it, because kwctl would
     /// silently ignore it (a misspelt `hostCapabilities` grants everything).
@@ -246,4 +289,57 @@ pub fn with_custom_section(
         data: payload.into(),
     });
     Ok(module.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(groups: &[&str], resources: &[&str], operations: &[&str]) -> Rule {
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        Rule {
+            api_groups: strings(groups),
+            api_versions: strings(&["*"]),
+            resources: strings(resources),
+            operations: strings(operations),
+        }
+    }
+
+    fn target<'a>(
+        resource: &'a str,
+        subresource: &'a str,
+        operation: &'a str,
+    ) -> RequestTarget<'a> {
+        RequestTarget {
+            group: "operators.coreos.com",
+            version: "v1alpha1",
+            resource,
+            subresource,
+            operation,
+        }
+    }
+
+    #[test]
+    fn rules_match_as_the_api_servers_webhook_matcher() {
+        let cs = rule(
+            &["operators.coreos.com"],
+            &["catalogsources"],
+            &["CREATE", "UPDATE"],
+        );
+        assert!(cs.matches(&target("catalogsources", "", "CREATE")));
+        assert!(!cs.matches(&target("catalogsources", "", "DELETE")));
+        assert!(!cs.matches(&target("catalogsources", "status", "UPDATE")));
+        assert!(!cs.matches(&target("subscriptions", "", "CREATE")));
+        let all = rule(&["*"], &["*"], &["*"]);
+        assert!(all.matches(&target("anything", "", "DELETE")));
+        // `*` is every resource, not their subresources; `*/*` is both.
+        assert!(!all.matches(&target("anything", "status", "UPDATE")));
+        assert!(rule(&["*"], &["*/*"], &["*"]).matches(&target("x", "status", "UPDATE")));
+        assert!(rule(&["*"], &["catalogsources/*"], &["*"]).matches(&target(
+            "catalogsources",
+            "status",
+            "UPDATE"
+        )));
+        assert!(!rule(&[""], &["*"], &["*"]).matches(&target("x", "", "CREATE")));
+    }
 }

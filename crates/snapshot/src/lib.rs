@@ -226,6 +226,15 @@ impl Snapshot {
         self.add_all(load::objects_from_yaml(source, text), options)
     }
 
+    /// Reads the objects of a multi-document YAML (or JSON) from `source`
+    /// as [`Snapshot::add_source`] does (lists unpacked, typed list items
+    /// given their type), without adding them anywhere: for front ends that
+    /// evaluate the objects of a file (`olm-guard run --object`). Each
+    /// object comes with where it was read; each problem names it.
+    pub fn read_objects(source: &str, text: &str) -> Vec<Result<(Location, Value), SnapshotError>> {
+        load::objects_from_yaml(source, text)
+    }
+
     /// Adds one object, strictly: it must carry `apiVersion` and `kind`, be
     /// new to the snapshot and, if it is an RBAC object, be readable.
     pub fn add(&mut self, object: Value) -> Result<(), SnapshotError> {

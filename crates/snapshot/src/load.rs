@@ -7,7 +7,9 @@ use crate::error::{Location, Problem, SnapshotError};
 
 /// Every object of a multi-document YAML (JSON is YAML too), with where it
 /// was read; `List` documents (`kind: List` or `kind: <Kind>List` with
-/// `items`) are unpacked. Problems come in order among the objects; after a
+/// `items`) are unpacked. The items of a typed list (`CatalogSourceList`, as
+/// the API server answers a list call) carry no `apiVersion` or `kind`; they
+/// get the list's, as client-go's decoder gives them. Problems come in order among the objects; after a
 /// YAML syntax error nothing more can be read (the parser would repeat it).
 pub(crate) fn objects_from_yaml(
     source: &str,
@@ -37,7 +39,18 @@ pub(crate) fn objects_from_yaml(
                     Some(Value::Array(items)) => items,
                     _ => Vec::new(),
                 };
-                for (item, object) in items.into_iter().enumerate() {
+                let item_type = item_type_of_list(&map);
+                for (item, mut object) in items.into_iter().enumerate() {
+                    if let (Some((api_version, kind)), Some(fields)) =
+                        (&item_type, object.as_object_mut())
+                    {
+                        fields
+                            .entry("apiVersion")
+                            .or_insert_with(|| Value::String(api_version.clone()));
+                        fields
+                            .entry("kind")
+                            .or_insert_with(|| Value::String(kind.clone()));
+                    }
                     read.push(object_at(
                         Location {
                             item: Some(item),
@@ -67,6 +80,16 @@ pub(crate) fn object_at(at: Location, value: Value) -> Result<(Location, Value),
         at,
         problem: Problem::NotAnObject(found),
     })
+}
+
+/// `(apiVersion, kind)` the items of a typed list `<Kind>List` have, e.g.
+/// `operators.coreos.com/v1alpha1`, `CatalogSource`; `None` for a plain
+/// `List`, whose items each name their own type.
+fn item_type_of_list(map: &serde_json::Map<String, Value>) -> Option<(String, String)> {
+    let kind = map.get("kind")?.as_str()?.strip_suffix("List")?;
+    let api_version = map.get("apiVersion")?.as_str()?;
+    (!kind.is_empty() && !api_version.is_empty())
+        .then(|| (api_version.to_string(), kind.to_string()))
 }
 
 fn is_list(map: &serde_json::Map<String, Value>) -> bool {
@@ -108,5 +131,33 @@ pub(crate) fn strip_server_noise(object: &mut Value) {
         if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
             annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_of_a_typed_list_get_its_type() {
+        // As `kubectl get catalogsources -o yaml` prints a list read with
+        // `--raw`, or as the API server answers a list call.
+        let text = "apiVersion: operators.coreos.com/v1alpha1\nkind: CatalogSourceList\nitems:\n- metadata: {name: a, namespace: olm}\n- apiVersion: operators.coreos.com/v1\n  kind: CatalogSource\n  metadata: {name: b}\n";
+        let read: Vec<Value> = objects_from_yaml("cs.yaml", text)
+            .into_iter()
+            .map(|r| r.expect("readable").1)
+            .collect();
+        assert_eq!(read[0]["kind"], "CatalogSource");
+        assert_eq!(read[0]["apiVersion"], "operators.coreos.com/v1alpha1");
+        // An item that names its type keeps it.
+        assert_eq!(read[1]["apiVersion"], "operators.coreos.com/v1");
+    }
+
+    #[test]
+    fn items_of_a_plain_list_are_not_given_a_type() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- metadata: {name: a}\n";
+        let read = objects_from_yaml("l.yaml", text);
+        let (_, object) = read[0].as_ref().expect("an object");
+        assert!(object.get("kind").is_none());
     }
 }
