@@ -138,14 +138,30 @@ const WITHOUT_REQUESTER: &[(&str, &str, &str)] = &[
         "aggregation-escalation",
         "skip",
     ),
-    ("ClusterRole memcached-viewer", "aggregation-escalation", "skip"),
+    (
+        "ClusterRole memcached-viewer",
+        "aggregation-escalation",
+        "skip",
+    ),
     ("ClusterRole olm-author", "aggregation-escalation", "skip"),
-    ("ScopeInstance memcached-viewer-team-a", "scope-rbac", "skip"),
+    (
+        "ScopeInstance memcached-viewer-team-a",
+        "scope-rbac",
+        "skip",
+    ),
     ("ScopeInstance orphan", "scope-rbac", "fail"),
     ("ScopeTemplate memcached-viewer", "scope-rbac", "skip"),
     ("CatalogSource olm/modern-catalog", "catalog-union", "pass"),
-    ("CatalogSource olm/operatorhubio-catalog", "catalog-union", "pass"),
-    ("CatalogSource team-a/confused-catalog", "catalog-union", "fail"),
+    (
+        "CatalogSource olm/operatorhubio-catalog",
+        "catalog-union",
+        "pass",
+    ),
+    (
+        "CatalogSource team-a/confused-catalog",
+        "catalog-union",
+        "fail",
+    ),
     ("OperatorGroup quiet/og-quiet", "og-intersection", "pass"),
     ("OperatorGroup team-a/og-a", "og-intersection", "fail"),
     ("OperatorGroup team-b/og-b", "og-intersection", "fail"),
@@ -169,14 +185,30 @@ const AS_ALICE: &[(&str, &str, &str)] = &[
         "aggregation-escalation",
         "fail",
     ),
-    ("ClusterRole memcached-viewer", "aggregation-escalation", "pass"),
+    (
+        "ClusterRole memcached-viewer",
+        "aggregation-escalation",
+        "pass",
+    ),
     ("ClusterRole olm-author", "aggregation-escalation", "pass"),
-    ("ScopeInstance memcached-viewer-team-a", "scope-rbac", "pass"),
+    (
+        "ScopeInstance memcached-viewer-team-a",
+        "scope-rbac",
+        "pass",
+    ),
     ("ScopeInstance orphan", "scope-rbac", "fail"),
     ("ScopeTemplate memcached-viewer", "scope-rbac", "pass"),
     ("CatalogSource olm/modern-catalog", "catalog-union", "pass"),
-    ("CatalogSource olm/operatorhubio-catalog", "catalog-union", "pass"),
-    ("CatalogSource team-a/confused-catalog", "catalog-union", "fail"),
+    (
+        "CatalogSource olm/operatorhubio-catalog",
+        "catalog-union",
+        "pass",
+    ),
+    (
+        "CatalogSource team-a/confused-catalog",
+        "catalog-union",
+        "fail",
+    ),
     ("OperatorGroup quiet/og-quiet", "og-intersection", "pass"),
     ("OperatorGroup team-a/og-a", "og-intersection", "fail"),
     ("OperatorGroup team-b/og-b", "og-intersection", "fail"),
@@ -202,14 +234,23 @@ fn json_holds_exactly_the_planted_violations_without_a_requester() {
     // An OperatorGroup conflict names both groups.
     let og_a = message(&report, "og-a", "og-intersection");
     assert!(og_a.contains("InterOperatorGroupOwnerConflict"), "{og_a}");
-    assert!(og_a.contains("team-a/og-a") && og_a.contains("team-b/og-b"), "{og_a}");
+    assert!(
+        og_a.contains("team-a/og-a") && og_a.contains("team-b/og-b"),
+        "{og_a}"
+    );
     let og_b = message(&report, "og-b", "og-intersection");
-    assert!(og_b.contains("team-a/og-a") && og_b.contains("team-b/og-b"), "{og_b}");
+    assert!(
+        og_b.contains("team-a/og-a") && og_b.contains("team-b/og-b"),
+        "{og_b}"
+    );
     assert!(message(&report, "orphan", "scope-rbac").contains("ScopeTemplateNotFound"));
     assert!(message(&report, "confused-catalog", "catalog-union").contains("spec.address"));
     // A skip says why and what to do.
     let skip = message(&report, "admin", "aggregation-escalation");
-    assert!(skip.contains("--as") && skip.contains("backgroundAudit: false"), "{skip}");
+    assert!(
+        skip.contains("--as") && skip.contains("backgroundAudit: false"),
+        "{skip}"
+    );
     assert_eq!(report["objects"], 25, "every readable object is counted");
     assert_eq!(
         report["summary"],
@@ -233,7 +274,10 @@ fn the_table_lists_every_result_that_is_not_a_pass_grouped_by_object() {
     let output = audit(&["--cluster", &snapshot(), "--cluster", &broken()]);
     assert!(output.status.success(), "{}", stderr(&output));
     let table = stdout(&output);
-    assert!(!table.contains('\x1b'), "no colour off a terminal:\n{table}");
+    assert!(
+        !table.contains('\x1b'),
+        "no colour off a terminal:\n{table}"
+    );
     let expected: Vec<&(&str, &str, &str)> = WITHOUT_REQUESTER
         .iter()
         .filter(|(_, _, result)| *result != "pass")
@@ -249,8 +293,8 @@ fn the_table_lists_every_result_that_is_not_a_pass_grouped_by_object() {
             break;
         }
         let words: Vec<&str> = line.split_whitespace().collect();
-        let is_result = words.len() >= 2
-            && ["pass", "fail", "warn", "error", "skip"].contains(&words[1]);
+        let is_result =
+            words.len() >= 2 && ["pass", "fail", "warn", "error", "skip"].contains(&words[1]);
         if is_result {
             found.push((object.clone(), words[0].to_string(), words[1].to_string()));
         } else {
@@ -278,7 +322,10 @@ fn the_table_lists_every_result_that_is_not_a_pass_grouped_by_object() {
         .lines()
         .filter(|l| l.split_whitespace().nth(1) == Some("pass"))
         .count();
-    let want = WITHOUT_REQUESTER.iter().filter(|(_, _, r)| *r == "pass").count();
+    let want = WITHOUT_REQUESTER
+        .iter()
+        .filter(|(_, _, r)| *r == "pass")
+        .count();
     assert_eq!(passes, want, "{}", stdout(&all));
 }
 
@@ -395,7 +442,10 @@ fn check_reports(
         let kind_here = report["kind"].as_str().unwrap();
         let scope = &report["scope"];
         if kind_here == namespaced {
-            assert_eq!(report["metadata"]["namespace"], scope["namespace"], "{report}");
+            assert_eq!(
+                report["metadata"]["namespace"], scope["namespace"],
+                "{report}"
+            );
         } else {
             assert_eq!(kind_here, cluster, "{report}");
             assert!(report["metadata"].get("namespace").is_none(), "{report}");
@@ -544,7 +594,9 @@ fn the_html_page_is_self_contained_and_holds_every_finding() {
     std::fs::create_dir_all(&artifacts).unwrap();
     std::fs::write(artifacts.join("audit.html"), &page).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"));
-    for external in ["http:", "https:", "src=", "href=", "@import", "url(", "<script", "<link"] {
+    for external in [
+        "http:", "https:", "src=", "href=", "@import", "url(", "<script", "<link",
+    ] {
         assert!(!page.contains(external), "the page refers out ({external})");
     }
     assert!(page.contains("<svg"), "a chart");
@@ -579,15 +631,30 @@ fn exit_codes_are_as_the_help_says() {
     )
     .unwrap();
     let file = file.to_str().unwrap();
-    assert_eq!(audit(&["--cluster", file, "--fail-on-violation"]).status.code(), Some(0));
+    assert_eq!(
+        audit(&["--cluster", file, "--fail-on-violation"])
+            .status
+            .code(),
+        Some(0)
+    );
     assert_eq!(audit(&["--cluster", &snapshot()]).status.code(), Some(0));
     assert_eq!(
-        audit(&["--cluster", &snapshot(), "--fail-on-violation"]).status.code(),
+        audit(&["--cluster", &snapshot(), "--fail-on-violation"])
+            .status
+            .code(),
         Some(1)
     );
     // An unreadable document alone is enough: it could not be vouched for.
     assert_eq!(
-        audit(&["--cluster", file, "--cluster", &broken(), "--fail-on-violation"]).status.code(),
+        audit(&[
+            "--cluster",
+            file,
+            "--cluster",
+            &broken(),
+            "--fail-on-violation"
+        ])
+        .status
+        .code(),
         Some(1)
     );
     let missing = audit(&["--cluster", "testdata/audit/absent.yaml"]);
@@ -604,7 +671,11 @@ fn exit_codes_are_as_the_help_says() {
         &format!("catalog-union={}", settings.display()),
     ]);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
-    assert!(stderr(&refused).contains("catalog-union"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("catalog-union"),
+        "{}",
+        stderr(&refused)
+    );
     let help = Command::new(env!("CARGO_BIN_EXE_olm-guard"))
         .args(["audit", "--help"])
         .output()
@@ -634,5 +705,10 @@ fn settings_reach_the_module() {
         .find(|r| r["object"]["name"] == "orphan")
         .unwrap();
     assert_eq!(orphan["result"], "warn", "{orphan}");
-    assert!(orphan["message"].as_str().unwrap().contains("allowPendingTemplate"));
+    assert!(
+        orphan["message"]
+            .as_str()
+            .unwrap()
+            .contains("allowPendingTemplate")
+    );
 }

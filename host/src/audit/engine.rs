@@ -479,32 +479,33 @@ impl Audit {
             })
             .map(ToString::to_string)
             .unwrap_or_default();
-        let (result, message) = match policy
-            .policy
-            .validate(&request, &policy.settings, cluster.clone())
-        {
-            Err(e) => (
-                Outcome::Error,
-                format!("{} failed: {e}", policy.path.display()),
-            ),
-            Ok(evaluation) => {
-                let response = evaluation.response;
-                let status = response.status.unwrap_or_default();
-                let message = status.message.unwrap_or_default();
-                let warnings = response.warnings.unwrap_or_default();
-                if status.code == Some(500) {
-                    (Outcome::Error, message)
-                } else if !response.allowed {
-                    (Outcome::Fail, message)
-                } else if !warnings.is_empty() {
-                    (Outcome::Warn, warnings.join("; "))
-                } else if task.mode == Mode::RequesterFree {
-                    (Outcome::Skip, skip_reason(&policy.name))
-                } else {
-                    (Outcome::Pass, String::new())
+        let (result, message) =
+            match policy
+                .policy
+                .validate(&request, &policy.settings, cluster.clone())
+            {
+                Err(e) => (
+                    Outcome::Error,
+                    format!("{} failed: {e}", policy.path.display()),
+                ),
+                Ok(evaluation) => {
+                    let response = evaluation.response;
+                    let status = response.status.unwrap_or_default();
+                    let message = status.message.unwrap_or_default();
+                    let warnings = response.warnings.unwrap_or_default();
+                    if status.code == Some(500) {
+                        (Outcome::Error, message)
+                    } else if !response.allowed {
+                        (Outcome::Fail, message)
+                    } else if !warnings.is_empty() {
+                        (Outcome::Warn, warnings.join("; "))
+                    } else if task.mode == Mode::RequesterFree {
+                        (Outcome::Skip, skip_reason(&policy.name))
+                    } else {
+                        (Outcome::Pass, String::new())
+                    }
                 }
-            }
-        };
+            };
         Finding {
             object: Some(task.subject.clone()),
             source: location,
@@ -543,8 +544,7 @@ pub enum Progress {
 /// here one is sent for `--as` and for requester-free evaluations.
 fn synthesise(task: &Task<'_>, user_info: Option<Value>) -> Value {
     let kind = json!({"group": task.group, "version": task.version, "kind": task.subject.kind});
-    let resource =
-        json!({"group": task.group, "version": task.version, "resource": task.resource});
+    let resource = json!({"group": task.group, "version": task.version, "resource": task.resource});
     let uid = if task.subject.uid.is_empty() {
         format!(
             "olm-guard-audit:{}:{}:{}",

@@ -205,7 +205,15 @@ pub fn render(audit: &Audit, findings: &[Finding]) -> String {
         for finding in shown {
             let (object, namespace) = match &finding.object {
                 Some(o) => (
-                    format!("{} {}", o.kind, if o.name.is_empty() { "<unnamed>" } else { &o.name }),
+                    format!(
+                        "{} {}",
+                        o.kind,
+                        if o.name.is_empty() {
+                            "<unnamed>"
+                        } else {
+                            &o.name
+                        }
+                    ),
                     o.namespace.clone(),
                 ),
                 None => ("(snapshot document)".into(), String::new()),
@@ -213,7 +221,10 @@ pub fn render(audit: &Audit, findings: &[Finding]) -> String {
             let source = if finding.source.is_empty() {
                 String::new()
             } else {
-                format!("<br><span class=\"muted\">{}</span>", escape(&finding.source))
+                format!(
+                    "<br><span class=\"muted\">{}</span>",
+                    escape(&finding.source)
+                )
             };
             let policy = if finding.policy == SNAPSHOT_POLICY {
                 "(snapshot)".to_string()
@@ -233,7 +244,10 @@ pub fn render(audit: &Audit, findings: &[Finding]) -> String {
         }
         html.push_str("</table>");
     }
-    let passed = findings.iter().filter(|f| f.result == Outcome::Pass).count();
+    let passed = findings
+        .iter()
+        .filter(|f| f.result == Outcome::Pass)
+        .count();
     let _ = write!(
         html,
         "<p class=\"muted\">{passed} passing results are counted above and not listed.</p>"

@@ -28,8 +28,7 @@ const EXIT_VIOLATION: u8 = 1;
 const EXIT_UNUSABLE: u8 = 2;
 
 #[derive(Args)]
-#[command(
-    after_long_help = "\
+#[command(after_long_help = "\
 Examples:
   olm-guard audit --cluster cluster.yaml
   kubectl get catalogsources,operatorgroups,clusterserviceversions -A -o yaml > olm.yaml
@@ -52,8 +51,7 @@ Exit codes:
   0  the audit ran; nothing failed, or something did without --fail-on-violation
   1  --fail-on-violation, and at least one result is fail or error
   2  the audit could not run: a file or module that cannot be read, settings
-     a module refuses, a --settings for no module, or invalid arguments"
-)]
+     a module refuses, a --settings for no module, or invalid arguments")]
 pub struct AuditArgs {
     /// Cluster snapshot: multi-document YAML or a List (`kubectl get ... -A
     /// -o yaml`); repeatable.
@@ -184,7 +182,9 @@ fn read_settings(pairs: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
     let mut settings = BTreeMap::new();
     for pair in pairs {
         let Some((name, file)) = pair.split_once('=') else {
-            anyhow::bail!("--settings {pair}: expected <module>=<file>, e.g. catalog-union=cu.yaml");
+            anyhow::bail!(
+                "--settings {pair}: expected <module>=<file>, e.g. catalog-union=cu.yaml"
+            );
         };
         let document = admission::read_document(std::path::Path::new(file))?;
         let value = admission::settings_object(Some(document))

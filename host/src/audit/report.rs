@@ -188,10 +188,7 @@ fn result(finding: &Finding, policy: Option<&AuditPolicy>, seconds: u64) -> Valu
     if let Some(severity) = policy.and_then(AuditPolicy::severity) {
         result.insert("severity".into(), json!(severity));
     }
-    result.insert(
-        "timestamp".into(),
-        json!({"seconds": seconds, "nanos": 0}),
-    );
+    result.insert("timestamp".into(), json!({"seconds": seconds, "nanos": 0}));
     result.insert("result".into(), json!(finding.result.word()));
     result.insert("scored".into(), json!(true));
     if !finding.message.is_empty() {
