@@ -674,7 +674,8 @@ mod tests {
             ("ScopeTemplate", "scopetemplates"),
             ("ScopeInstance", "scopeinstances"),
             ("Policy", "policies"),
-            ("Gateway", "gateways"),
+            // The guess, like Kubernetes', is wrong for a vowel before y.
+            ("Gateway", "gatewaies"),
             ("Ingress", "ingresses"),
             ("Endpoints", "endpoints"),
         ] {
