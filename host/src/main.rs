@@ -4,6 +4,7 @@
 // One module per subcommand; `common` holds the arguments they share.
 
 mod annotate;
+mod audit;
 mod bench;
 mod common;
 mod inspect;
@@ -60,6 +61,9 @@ enum Command {
     Push(push::PushArgs),
     /// Pull a module from an OCI registry (into the cache, or -o FILE).
     Pull(pull::PullArgs),
+    /// Audit a cluster snapshot: what the policies would reject today, as a
+    /// table, JSON, an HTML page or policy reports.
+    Audit(audit::AuditArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
         Command::Scaffold(args) => scaffold::scaffold(args),
         Command::Push(args) => push::push(args),
         Command::Pull(args) => pull::pull(args),
+        Command::Audit(args) => audit::audit(args),
     };
     match result {
         Ok(code) => code,

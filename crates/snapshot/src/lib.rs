@@ -259,6 +259,21 @@ impl Snapshot {
         &self.api_resources
     }
 
+    /// Every object, grouped by type (apiVersion and kind, in no particular
+    /// order) and in the order read within a type. `olm-guard audit` walks
+    /// them to evaluate each one as the audit scanner evaluates stored
+    /// objects.
+    pub fn objects(&self) -> impl Iterator<Item = &Value> {
+        self.objects.values().flatten()
+    }
+
+    /// Where the named object `object_ref` was read (source, document,
+    /// `items` index), to point a report at the file; `None` for objects
+    /// without a name or not in the snapshot.
+    pub fn location(&self, object_ref: &ObjectRef) -> Option<&Location> {
+        self.read_at.get(object_ref)
+    }
+
     /// Number of objects.
     pub fn len(&self) -> usize {
         self.objects.values().map(Vec::len).sum()

@@ -1,0 +1,685 @@
+//! The audit itself: which modules apply to which snapshot object, the
+//! request synthesised for each pair, and the result of each evaluation.
+//!
+//! It follows Kubewarden's audit scanner (kubewarden/kubewarden-controller,
+//! `audit-scanner/internal/scanner/scanner.go`, `auditResource`): every
+//! stored object a policy's rules cover is sent to the policy as a CREATE of
+//! that object (`audit-scanner/internal/scanner/admission_request.go`,
+//! `newAdmissionRequest`), and the answer becomes `pass`, `fail` or, for an
+//! answer with code 500 or no answer at all, `error`
+//! (`audit-scanner/internal/report/report.go`, `computePolicyResult`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use anyhow::{Context, bail};
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use olm_guard_core::protocol::{
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    SubjectAccessReviewStatus,
+};
+use olm_guard_core::{Cluster, ContextError, ObjectMeta};
+use olm_guard_evaluator::{ClusterContext, Policy};
+use olm_guard_runtime::metadata::{Metadata, annotation};
+use olm_guard_runtime::{Limits, Runtime};
+use olm_guard_snapshot::{ApiResources, LoadOptions, ObjectRef, Snapshot, SnapshotWarning};
+
+/// The policy name of results about the snapshot itself (an object that
+/// could not be read), which no module evaluated.
+pub const SNAPSHOT_POLICY: &str = "snapshot";
+
+/// What an evaluation says, in the words of the report CRDs' `result` enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The module admitted the CREATE.
+    Pass,
+    /// The module denied it: the object breaks the rule today.
+    Fail,
+    /// Admitted with admission warnings (the audit scanner, which never
+    /// writes `warn`, would say `pass`).
+    Warn,
+    /// Not evaluated: the object could not be read, the module failed, or
+    /// its lookup failed (code 500, as the audit scanner counts it).
+    Error,
+    /// Not evaluated for a requester: the module's verdict depends on who
+    /// asks and no `--as` was given.
+    Skip,
+}
+
+impl Outcome {
+    /// Every outcome, in report order.
+    pub const ALL: [Outcome; 5] = [
+        Outcome::Pass,
+        Outcome::Fail,
+        Outcome::Warn,
+        Outcome::Error,
+        Outcome::Skip,
+    ];
+
+    /// `pass`, `fail`, ...
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Warn => "warn",
+            Outcome::Error => "error",
+            Outcome::Skip => "skip",
+        }
+    }
+}
+
+/// The object a result is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subject {
+    /// Empty for cluster-scoped objects.
+    pub namespace: String,
+    /// `kind`.
+    pub kind: String,
+    /// `metadata.name` (or `generateName` for an unnamed object).
+    pub name: String,
+    /// `apiVersion`.
+    pub api_version: String,
+    /// `metadata.uid`, when the snapshot has it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// `metadata.resourceVersion`, when the snapshot has it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    /// Whether the discovery table says the kind is cluster-scoped.
+    #[serde(skip)]
+    pub cluster_scoped: bool,
+}
+
+impl Subject {
+    fn of(object: &Value, api_resources: &ApiResources) -> Subject {
+        let meta = ObjectMeta::of(object);
+        let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or("");
+        let api_version = text("apiVersion").to_string();
+        let kind = text("kind").to_string();
+        let resource_version = object
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        Subject {
+            cluster_scoped: api_resources.is_cluster_scoped(&api_version, &kind),
+            namespace: meta.namespace,
+            name: if meta.name.is_empty() {
+                meta.generate_name
+            } else {
+                meta.name
+            },
+            api_version,
+            kind,
+            uid: meta.uid,
+            resource_version,
+        }
+    }
+
+    fn of_ref(object: &ObjectRef, api_resources: &ApiResources) -> Subject {
+        Subject {
+            cluster_scoped: api_resources.is_cluster_scoped(&object.api_version, &object.kind),
+            namespace: object.namespace.clone(),
+            kind: object.kind.clone(),
+            name: object.name.clone(),
+            api_version: object.api_version.clone(),
+            uid: String::new(),
+            resource_version: String::new(),
+        }
+    }
+
+    /// `Kind namespace/name` or `Kind name`, as the table shows it.
+    pub fn display(&self) -> String {
+        let name = if self.name.is_empty() {
+            "<unnamed>"
+        } else {
+            &self.name
+        };
+        if self.namespace.is_empty() {
+            format!("{} {name}", self.kind)
+        } else {
+            format!("{} {}/{name}", self.kind, self.namespace)
+        }
+    }
+}
+
+/// One result: an object (or a snapshot document), a policy, what it said.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    /// The object; `None` for a snapshot document that is no object.
+    pub object: Option<Subject>,
+    /// Where the object was read: `file: document N[: items[i]]`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    /// The module's name (`dist/<name>.wasm`), or [`SNAPSHOT_POLICY`].
+    pub policy: String,
+    /// pass, fail, warn, error or skip.
+    pub result: Outcome,
+    /// The module's message (denial, warnings, error), or why it was skipped.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// A module as the audit uses it: compiled once, with what its metadata says.
+pub struct AuditPolicy {
+    /// The module's name.
+    pub name: String,
+    /// Where it was loaded from.
+    pub path: PathBuf,
+    /// Compiled once; every evaluation gets a fresh instance.
+    pub policy: Policy,
+    /// Its metadata (required: the rules say what it applies to).
+    pub metadata: Metadata,
+    /// The settings it runs with (validated by the module).
+    pub settings: Value,
+}
+
+impl AuditPolicy {
+    /// `io.kubewarden.policy.severity`, when the report CRDs accept it.
+    pub fn severity(&self) -> Option<&str> {
+        self.metadata
+            .annotations
+            .get(annotation::SEVERITY)
+            .map(String::as_str)
+            .filter(|s| ["critical", "high", "medium", "low", "info"].contains(s))
+    }
+
+    /// `io.kubewarden.policy.category`.
+    pub fn category(&self) -> Option<&str> {
+        self.metadata
+            .annotations
+            .get(annotation::CATEGORY)
+            .map(String::as_str)
+    }
+
+    /// Whether the metadata's rules cover a CREATE of `resource` in
+    /// `group`/`version`, with the API server's wildcards (`*` for every
+    /// group, version or resource, `*/*` for every resource and
+    /// subresource), as kubewarden-controller turns them into the webhook's
+    /// rules.
+    fn covers(&self, group: &str, version: &str, resource: &str) -> bool {
+        let any = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
+        self.metadata.rules.iter().any(|rule| {
+            any(&rule.api_groups, group)
+                && any(&rule.api_versions, version)
+                && rule
+                    .resources
+                    .iter()
+                    .any(|r| r == "*" || r == "*/*" || r == resource)
+                && rule
+                    .operations
+                    .iter()
+                    .any(|op| op == "*" || op.eq_ignore_ascii_case("CREATE"))
+        })
+    }
+}
+
+/// Who the synthesised requests come from.
+#[derive(Debug, Clone, Default)]
+pub struct Requester {
+    /// `--as`.
+    pub user: Option<String>,
+    /// `--as-group`.
+    pub groups: Vec<String>,
+}
+
+impl Requester {
+    fn user_info(&self) -> Option<Value> {
+        self.user.as_ref().map(|user| {
+            let mut groups = self.groups.clone();
+            // The API server adds it to every authenticated user.
+            if !groups.iter().any(|g| g == "system:authenticated") {
+                groups.push("system:authenticated".into());
+            }
+            json!({"username": user, "groups": groups})
+        })
+    }
+}
+
+/// How one module is evaluated on one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// As the audit scanner does (its request carries no `userInfo`), or as
+    /// the `--as` user when given.
+    Plain,
+    /// A module whose verdict depends on the requester (`backgroundAudit:
+    /// false`), without `--as`: evaluated as a member of `system:masters`,
+    /// who passes every authorization check. A denial then comes from a
+    /// check that holds for every requester and is a `fail`; an admission
+    /// says nothing about an ordinary user and is a `skip`.
+    RequesterFree,
+}
+
+const AUDIT_MASTER: &str = "olm-guard:audit";
+
+/// Everything one audit run needs.
+pub struct Audit {
+    /// The snapshot, the context every evaluation is answered from.
+    pub snapshot: Arc<Snapshot>,
+    /// Results about the snapshot itself (unreadable documents).
+    pub load_findings: Vec<Finding>,
+    /// The modules, sorted by name.
+    pub policies: Vec<AuditPolicy>,
+    /// `--as` / `--as-group`.
+    pub requester: Requester,
+}
+
+/// One (object, module) evaluation to run.
+struct Task<'a> {
+    object: &'a Value,
+    subject: Subject,
+    group: String,
+    version: String,
+    resource: String,
+    policy: usize,
+    mode: Mode,
+}
+
+/// The snapshot of `files`, read leniently: every document that cannot be
+/// used becomes an `error` result naming its file and document, so that an
+/// audit never drops an object silently and never stops at the first one.
+pub fn load_snapshot(
+    files: &[PathBuf],
+    api_resources: Option<&Path>,
+) -> anyhow::Result<(Snapshot, Vec<Finding>)> {
+    let mut snapshot = Snapshot::new();
+    if let Some(path) = api_resources {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let table = ApiResources::parse(&text).with_context(|| path.display().to_string())?;
+        snapshot.add_api_resources(table);
+    }
+    let mut warnings: Vec<SnapshotWarning> = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let source = path.display().to_string();
+        warnings.extend(snapshot.add_source(&source, &text, LoadOptions::LENIENT)?);
+    }
+    let findings = warnings
+        .into_iter()
+        .map(|warning| Finding {
+            object: warning
+                .error
+                .object()
+                .map(|o| Subject::of_ref(o, snapshot.api_resources())),
+            source: warning.error.at.to_string(),
+            policy: SNAPSHOT_POLICY.into(),
+            result: Outcome::Error,
+            message: warning.to_string(),
+        })
+        .collect();
+    Ok((snapshot, findings))
+}
+
+/// Every `.wasm` module of `policies` (a directory, or one module file),
+/// compiled once, with its settings from `settings` (`name` → document) or
+/// `{}`; each module's `validate_settings` runs first.
+pub fn load_policies(
+    runtime: &Runtime,
+    policies: &Path,
+    metadata_dir: &Path,
+    mut settings: BTreeMap<String, Value>,
+) -> anyhow::Result<Vec<AuditPolicy>> {
+    let paths: Vec<PathBuf> = if policies.is_dir() {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(policies)
+            .with_context(|| format!("cannot read {}", policies.display()))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension().is_some_and(|e| e == "wasm"))
+            .collect();
+        paths.sort();
+        paths
+    } else {
+        vec![policies.to_path_buf()]
+    };
+    if paths.is_empty() {
+        bail!(
+            "{} holds no .wasm module: build them with `make dist`, or pass --policies DIR",
+            policies.display()
+        );
+    }
+    let mut loaded = Vec::new();
+    for path in paths {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut policy = Policy::load(runtime, &path, None)?;
+        if policy.metadata.is_none() {
+            // A module built but not annotated: its project's metadata.yml.
+            let file = metadata_dir.join(&name).join("metadata.yml");
+            if file.is_file() {
+                policy = Policy::load(runtime, &path, Some(&file))?;
+            }
+        }
+        let Some(metadata) = policy.metadata.clone() else {
+            bail!(
+                "{} has no embedded metadata, so which objects it applies to is unknown: \
+                 annotate it (`olm-guard annotate`, or `make dist`)",
+                path.display()
+            );
+        };
+        let settings = settings.remove(&name).unwrap_or_else(|| json!({}));
+        policy
+            .validate_settings(&settings)
+            .with_context(|| format!("--settings {name}"))?;
+        loaded.push(AuditPolicy {
+            name,
+            path,
+            policy,
+            metadata,
+            settings,
+        });
+    }
+    if let Some(name) = settings.keys().next() {
+        bail!(
+            "--settings {name}=...: no module {name}.wasm in {} (modules: {})",
+            policies.display(),
+            loaded
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(loaded)
+}
+
+impl Audit {
+    /// Runs every applicable evaluation over the cores; `progress` is called
+    /// once with the number of evaluations, then once per evaluation done.
+    /// The results are sorted: by object (namespace, kind, name), then
+    /// policy; the snapshot's own errors first.
+    pub fn run(&self, progress: &(dyn Fn(Progress) + Sync)) -> Vec<Finding> {
+        let tasks = self.tasks();
+        progress(Progress::Start(tasks.len()));
+        let cluster: ClusterContext = Arc::new(AnswerCache::new(self.snapshot.clone()));
+        let mut findings: Vec<Finding> = tasks
+            .par_iter()
+            .map(|task| {
+                let finding = self.evaluate(task, &cluster);
+                progress(Progress::Done);
+                finding
+            })
+            .collect();
+        findings.sort_by(|a, b| {
+            (&a.object, &a.policy, &a.source).cmp(&(&b.object, &b.policy, &b.source))
+        });
+        let mut all = self.load_findings.clone();
+        all.sort_by(|a, b| (&a.source, &a.object).cmp(&(&b.source, &b.object)));
+        all.extend(findings);
+        all
+    }
+
+    /// How many objects the snapshot holds, and how many some module covers.
+    pub fn coverage(&self) -> (usize, usize) {
+        let tasks = self.tasks();
+        let mut covered: Vec<*const Value> = tasks.iter().map(|t| t.object as *const _).collect();
+        covered.sort();
+        covered.dedup();
+        (self.snapshot.len(), covered.len())
+    }
+
+    fn tasks(&self) -> Vec<Task<'_>> {
+        let mut tasks = Vec::new();
+        for object in self.snapshot.objects() {
+            let subject = Subject::of(object, self.snapshot.api_resources());
+            let (group, version) = match subject.api_version.split_once('/') {
+                Some((group, version)) => (group.to_string(), version.to_string()),
+                None => (String::new(), subject.api_version.clone()),
+            };
+            let resource = resource_of(&subject.kind);
+            for (index, policy) in self.policies.iter().enumerate() {
+                if !policy.covers(&group, &version, &resource) {
+                    continue;
+                }
+                let mode = if policy.metadata.background_audit || self.requester.user.is_some() {
+                    Mode::Plain
+                } else {
+                    Mode::RequesterFree
+                };
+                tasks.push(Task {
+                    object,
+                    subject: subject.clone(),
+                    group: group.clone(),
+                    version: version.clone(),
+                    resource: resource.clone(),
+                    policy: index,
+                    mode,
+                });
+            }
+        }
+        tasks
+    }
+
+    fn evaluate(&self, task: &Task<'_>, cluster: &ClusterContext) -> Finding {
+        let policy = &self.policies[task.policy];
+        let user_info = match task.mode {
+            Mode::Plain => self.requester.user_info(),
+            Mode::RequesterFree => Some(json!({
+                "username": AUDIT_MASTER,
+                "groups": ["system:masters", "system:authenticated"],
+            })),
+        };
+        let request = synthesise(task, user_info);
+        let location = self
+            .snapshot
+            .location(&ObjectRef {
+                api_version: task.subject.api_version.clone(),
+                kind: task.subject.kind.clone(),
+                namespace: task.subject.namespace.clone(),
+                name: task.subject.name.clone(),
+            })
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let (result, message) =
+            match policy
+                .policy
+                .validate(&request, &policy.settings, cluster.clone())
+            {
+                Err(e) => (
+                    Outcome::Error,
+                    format!("{} failed: {e}", policy.path.display()),
+                ),
+                Ok(evaluation) => {
+                    let response = evaluation.response;
+                    let status = response.status.unwrap_or_default();
+                    let message = status.message.unwrap_or_default();
+                    let warnings = response.warnings.unwrap_or_default();
+                    if status.code == Some(500) {
+                        (Outcome::Error, message)
+                    } else if !response.allowed {
+                        (Outcome::Fail, message)
+                    } else if !warnings.is_empty() {
+                        (Outcome::Warn, warnings.join("; "))
+                    } else if task.mode == Mode::RequesterFree {
+                        (Outcome::Skip, skip_reason(&policy.name))
+                    } else {
+                        (Outcome::Pass, String::new())
+                    }
+                }
+            };
+        Finding {
+            object: Some(task.subject.clone()),
+            source: location,
+            policy: policy.name.clone(),
+            result,
+            message,
+        }
+    }
+}
+
+/// Why a requester-dependent module's admission is a `skip`.
+fn skip_reason(policy: &str) -> String {
+    format!(
+        "needs a requester: {policy} decides by who creates the object (backgroundAudit: false), \
+         and no --as was given; its checks that hold for every requester passed. Pass --as USER \
+         [--as-group GROUP] to audit as that user"
+    )
+}
+
+/// Progress of [`Audit::run`].
+#[derive(Debug, Clone, Copy)]
+pub enum Progress {
+    /// This many evaluations will run.
+    Start(usize),
+    /// One more is done.
+    Done,
+}
+
+/// The CREATE request the audit scanner sends for a stored object
+/// (kubewarden/kubewarden-controller,
+/// `audit-scanner/internal/scanner/admission_request.go`,
+/// `newAdmissionRequest`): the object's uid, name, namespace, kind as
+/// `kind` and `requestKind`, operation CREATE and the object. The scanner
+/// puts the kind in `resource.resource`; here it is the plural resource
+/// name, as the API server would send it. The scanner sends no `userInfo`;
+/// here one is sent for `--as` and for requester-free evaluations.
+fn synthesise(task: &Task<'_>, user_info: Option<Value>) -> Value {
+    let kind = json!({"group": task.group, "version": task.version, "kind": task.subject.kind});
+    let resource = json!({"group": task.group, "version": task.version, "resource": task.resource});
+    let uid = if task.subject.uid.is_empty() {
+        format!(
+            "olm-guard-audit:{}:{}:{}",
+            task.subject.kind, task.subject.namespace, task.subject.name
+        )
+    } else {
+        task.subject.uid.clone()
+    };
+    let mut request = json!({
+        "uid": uid,
+        "kind": kind,
+        "resource": resource,
+        "requestKind": kind,
+        "requestResource": resource,
+        "name": task.subject.name,
+        "namespace": task.subject.namespace,
+        "operation": "CREATE",
+        "object": task.object,
+        "dryRun": false,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+    });
+    if let (Some(user_info), Some(map)) = (user_info, request.as_object_mut()) {
+        map.insert("userInfo".into(), user_info);
+    }
+    request
+}
+
+/// The plural resource of `kind`, as Kubernetes guesses it without
+/// discovery (kubernetes/apimachinery, `pkg/api/meta/restmapper.go`,
+/// `UnsafeGuessKindToResource`): lower case; `endpoints` stays as it is;
+/// `es` after a final `s`, `ies` for a final `y`, else `s`.
+pub fn resource_of(kind: &str) -> String {
+    let lower = kind.to_lowercase();
+    if lower.is_empty() || lower.ends_with("endpoints") {
+        return lower;
+    }
+    if lower.ends_with('s') {
+        return format!("{lower}es");
+    }
+    if let Some(stem) = lower.strip_suffix('y') {
+        return format!("{stem}ies");
+    }
+    format!("{lower}s")
+}
+
+/// The snapshot, with every answer kept: the snapshot does not change
+/// during an audit, and most evaluations of one module ask the same lists
+/// (every ClusterObjectSet, every OperatorGroup), so each is serialised
+/// once instead of once per object.
+struct AnswerCache {
+    snapshot: Arc<Snapshot>,
+    list_all: RwLock<HashMap<ListAllResourcesRequest, Arc<[u8]>>>,
+    list_by_namespace: RwLock<HashMap<ListResourcesByNamespaceRequest, Arc<[u8]>>>,
+    get: RwLock<HashMap<GetResourceRequest, Arc<[u8]>>>,
+}
+
+impl AnswerCache {
+    fn new(snapshot: Arc<Snapshot>) -> AnswerCache {
+        AnswerCache {
+            snapshot,
+            list_all: RwLock::default(),
+            list_by_namespace: RwLock::default(),
+            get: RwLock::default(),
+        }
+    }
+}
+
+/// The answer to `request` from `cache`, or from `compute` (kept when it
+/// succeeds; errors are not kept, they are cheap and rare).
+fn cached<K: std::hash::Hash + Eq + Clone>(
+    cache: &RwLock<HashMap<K, Arc<[u8]>>>,
+    request: &K,
+    compute: impl FnOnce() -> Result<Vec<u8>, ContextError>,
+) -> Result<Vec<u8>, ContextError> {
+    if let Ok(map) = cache.read()
+        && let Some(bytes) = map.get(request)
+    {
+        return Ok(bytes.to_vec());
+    }
+    let bytes = compute()?;
+    if let Ok(mut map) = cache.write() {
+        map.insert(request.clone(), Arc::from(bytes.as_slice()));
+    }
+    Ok(bytes)
+}
+
+impl Cluster for AnswerCache {
+    fn list_all(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
+        cached(&self.list_all, request, || self.snapshot.list_all(request))
+    }
+
+    fn list_by_namespace(
+        &self,
+        request: &ListResourcesByNamespaceRequest,
+    ) -> Result<Vec<u8>, ContextError> {
+        cached(&self.list_by_namespace, request, || {
+            self.snapshot.list_by_namespace(request)
+        })
+    }
+
+    fn get(&self, request: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
+        cached(&self.get, request, || self.snapshot.get(request))
+    }
+
+    fn can_i(&self, request: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
+        self.snapshot.can_i(request)
+    }
+}
+
+/// A runtime for the audit's limits.
+pub fn runtime(limits: Limits) -> anyhow::Result<Runtime> {
+    Ok(Runtime::new(limits)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resource_of;
+
+    #[test]
+    fn resources_are_guessed_as_kubectl_does() {
+        for (kind, resource) in [
+            ("CatalogSource", "catalogsources"),
+            ("ClusterObjectSet", "clusterobjectsets"),
+            ("OperatorGroup", "operatorgroups"),
+            ("ClusterServiceVersion", "clusterserviceversions"),
+            ("ClusterRole", "clusterroles"),
+            ("ScopeTemplate", "scopetemplates"),
+            ("ScopeInstance", "scopeinstances"),
+            ("Policy", "policies"),
+            // The guess, like Kubernetes', is wrong for a vowel before y.
+            ("Gateway", "gatewaies"),
+            ("Ingress", "ingresses"),
+            ("Endpoints", "endpoints"),
+        ] {
+            assert_eq!(resource_of(kind), resource, "{kind}");
+        }
+    }
+}

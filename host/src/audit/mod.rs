@@ -1,0 +1,267 @@
+//! `olm-guard audit`: what in a cluster snapshot breaks the policies today,
+//! evaluated as Kubewarden's audit scanner evaluates stored objects
+//! (docs/audit.md).
+
+mod engine;
+mod html;
+mod report;
+mod table;
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+
+use olm_guard_evaluator::input as admission;
+
+use crate::common::{LimitArgs, one_line, policies_dir};
+use engine::{Audit, Finding, Outcome, Progress, Requester};
+
+/// Exit codes, as `--help` lists them.
+const EXIT_VIOLATION: u8 = 1;
+const EXIT_UNUSABLE: u8 = 2;
+
+#[derive(Args)]
+#[command(after_long_help = "\
+Examples:
+  olm-guard audit --cluster cluster.yaml
+  kubectl get catalogsources,operatorgroups,clusterserviceversions -A -o yaml > olm.yaml
+  kubectl get clusterobjectsets,clusterroles,clusterrolebindings,rolebindings,roles -A -o yaml > rest.yaml
+  olm-guard audit --cluster olm.yaml --cluster rest.yaml --as alice --as-group team-a
+  olm-guard audit --cluster olm.yaml --settings catalog-union=cu.yaml -o json
+  olm-guard audit --cluster olm.yaml -o html > audit.html
+  olm-guard audit --cluster olm.yaml -o report | kubectl apply -f -
+  olm-guard audit --cluster olm.yaml -o report --report-kind policyreport
+
+Which modules apply: those whose metadata rules cover a CREATE of the
+object's kind. Modules with backgroundAudit: true are evaluated as
+Kubewarden's audit scanner does. Modules with backgroundAudit: false decide
+by who creates the object: with --as they are evaluated as that user;
+without it, a denial that holds for every requester is still a `fail`, and
+anything else is a `skip` saying why. A snapshot document that cannot be
+read is an `error` result naming its file and document.
+
+Exit codes:
+  0  the audit ran; nothing failed, or something did without --fail-on-violation
+  1  --fail-on-violation, and at least one result is fail or error
+  2  the audit could not run: a file or module that cannot be read, settings
+     a module refuses, a --settings for no module, or invalid arguments")]
+pub struct AuditArgs {
+    /// Cluster snapshot: multi-document YAML or a List (`kubectl get ... -A
+    /// -o yaml`); repeatable.
+    #[arg(long, required = true)]
+    pub cluster: Vec<PathBuf>,
+    /// Which kinds are cluster-scoped: `kubectl api-resources -o wide`
+    /// output or a YAML list of `{apiVersion, kind, namespaced}`.
+    #[arg(long, value_name = "FILE")]
+    pub api_resources: Option<PathBuf>,
+    /// The modules: a directory of `.wasm` files, or one module.
+    #[arg(long, default_value = "dist")]
+    pub policies: PathBuf,
+    /// Settings of one module, JSON or YAML: `<module>=<file>`; repeatable.
+    #[arg(long, value_name = "MODULE=FILE")]
+    pub settings: Vec<String>,
+    /// Evaluate as this user (the requester of the synthesised CREATEs).
+    #[arg(long = "as", value_name = "USER")]
+    pub as_user: Option<String>,
+    /// A group of the --as user; repeatable.
+    #[arg(long = "as-group", value_name = "GROUP", requires = "as_user")]
+    pub as_groups: Vec<String>,
+    /// Output: a table, JSON, one self-contained HTML page, or report CRs.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// With `-o report`: openreports.io/v1alpha1 Report/ClusterReport, or
+    /// wgpolicyk8s.io/v1alpha2 PolicyReport/ClusterPolicyReport.
+    #[arg(long, value_enum, default_value_t = ReportKind::Openreports)]
+    pub report_kind: ReportKind,
+    /// In the table, list passing results too (JSON, HTML and reports
+    /// always hold every result).
+    #[arg(long)]
+    pub show_pass: bool,
+    /// Exit 1 when a result is fail or error.
+    #[arg(long)]
+    pub fail_on_violation: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+    Html,
+    Report,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportKind {
+    Openreports,
+    Policyreport,
+}
+
+pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    // Exit 1 is kept for violations, so anything that stops the audit is 2.
+    match run(&args) {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            eprintln!("olm-guard: {}", one_line(&format!("{e:#}")));
+            Ok(ExitCode::from(EXIT_UNUSABLE))
+        }
+    }
+}
+
+fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let settings = read_settings(&args.settings)?;
+    let (snapshot, load_findings) =
+        engine::load_snapshot(&args.cluster, args.api_resources.as_deref())?;
+    let runtime = engine::runtime(args.limits.limits())?;
+    let policies = engine::load_policies(
+        &runtime,
+        &args.policies,
+        &policies_dir(&args.policies),
+        settings,
+    )?;
+    let audit = Audit {
+        snapshot: Arc::new(snapshot),
+        load_findings,
+        policies,
+        requester: Requester {
+            user: args.as_user.clone(),
+            groups: args.as_groups.clone(),
+        },
+    };
+    let findings = audit.run(&progress_bar());
+    let elapsed = started.elapsed();
+
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        Output::Table => {
+            let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            table::write(&mut out, &audit, &findings, args.show_pass, colour)?;
+        }
+        Output::Json => {
+            serde_json::to_writer_pretty(&mut out, &to_json(&audit, &findings))?;
+            writeln!(out)?;
+        }
+        Output::Html => html::write(&mut out, &audit, &findings)?,
+        Output::Report => report::write(&mut out, &audit, &findings, args.report_kind)?,
+    }
+    out.flush()?;
+    let counts = counts(&findings);
+    eprintln!(
+        "olm-guard audit: {} objects, {} results ({}) in {:.2?} on {} threads",
+        audit.snapshot.len(),
+        findings.len(),
+        Outcome::ALL
+            .iter()
+            .map(|o| format!("{} {}", counts.get(o).copied().unwrap_or(0), o.word()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        elapsed,
+        rayon::current_num_threads(),
+    );
+    let violated = findings
+        .iter()
+        .any(|f| matches!(f.result, Outcome::Fail | Outcome::Error));
+    Ok(if args.fail_on_violation && violated {
+        ExitCode::from(EXIT_VIOLATION)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `--settings name=file` → name → settings document.
+fn read_settings(pairs: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
+    let mut settings = BTreeMap::new();
+    for pair in pairs {
+        let Some((name, file)) = pair.split_once('=') else {
+            anyhow::bail!(
+                "--settings {pair}: expected <module>=<file>, e.g. catalog-union=cu.yaml"
+            );
+        };
+        let document = admission::read_document(std::path::Path::new(file))?;
+        let value = admission::settings_object(Some(document))
+            .with_context(|| format!("--settings {name}={file}"))?;
+        if settings.insert(name.to_string(), value).is_some() {
+            anyhow::bail!("--settings {name} is given twice");
+        }
+    }
+    Ok(settings)
+}
+
+/// How many results of each kind.
+pub(crate) fn counts(findings: &[Finding]) -> BTreeMap<Outcome, usize> {
+    let mut counts = BTreeMap::new();
+    for finding in findings {
+        *counts.entry(finding.result).or_insert(0) += 1;
+    }
+    counts
+}
+
+fn summary_json(findings: &[Finding]) -> Value {
+    let counts = counts(findings);
+    let mut summary = serde_json::Map::new();
+    for outcome in Outcome::ALL {
+        summary.insert(
+            outcome.word().into(),
+            json!(counts.get(&outcome).copied().unwrap_or(0)),
+        );
+    }
+    Value::Object(summary)
+}
+
+/// `-o json`: the policies and how they were used, the summary, and every
+/// result.
+fn to_json(audit: &Audit, findings: &[Finding]) -> Value {
+    let (objects, covered) = audit.coverage();
+    json!({
+        "objects": objects,
+        "objectsAudited": covered,
+        "requester": audit.requester.user.as_ref().map(|user| json!({
+            "username": user,
+            "groups": audit.requester.groups,
+        })),
+        "policies": audit.policies.iter().map(|p| json!({
+            "name": p.name,
+            "backgroundAudit": p.metadata.background_audit,
+            "severity": p.severity(),
+            "category": p.category(),
+            "summary": summary_json(&findings.iter().filter(|f| f.policy == p.name).cloned().collect::<Vec<_>>()),
+        })).collect::<Vec<_>>(),
+        "summary": summary_json(findings),
+        "results": findings,
+    })
+}
+
+/// A progress bar on stderr, only when stderr is a terminal and the audit
+/// is large enough to wait for.
+fn progress_bar() -> impl Fn(Progress) + Sync {
+    let bar = indicatif::ProgressBar::hidden();
+    let on_terminal = std::io::stderr().is_terminal();
+    move |progress| match progress {
+        Progress::Start(total) => {
+            if on_terminal && total >= 500 {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                bar.set_length(total as u64);
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} evaluations, {per_sec}, {eta} left",
+                ) {
+                    bar.set_style(style);
+                }
+            }
+        }
+        Progress::Done => {
+            bar.inc(1);
+            if bar.length() == Some(bar.position()) {
+                bar.finish_and_clear();
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The default output: the results grouped by object, then a count per
+//! policy. Colour only on a terminal (and not with `NO_COLOR`).
+
+use std::io::Write;
+
+use super::engine::{Audit, Finding, Outcome, SNAPSHOT_POLICY};
+
+fn paint(outcome: Outcome, colour: bool) -> String {
+    let word = format!("{:<5}", outcome.word());
+    if !colour {
+        return word;
+    }
+    let code = match outcome {
+        Outcome::Pass => "32",
+        Outcome::Fail => "1;31",
+        Outcome::Warn => "33",
+        Outcome::Error => "1;35",
+        Outcome::Skip => "36",
+    };
+    format!("\x1b[{code}m{word}\x1b[0m")
+}
+
+/// Writes the table: one block per object with its results (passing ones
+/// only with `show_pass`), then one line per policy with its counts.
+pub fn write(
+    out: &mut impl Write,
+    audit: &Audit,
+    findings: &[Finding],
+    show_pass: bool,
+    colour: bool,
+) -> std::io::Result<()> {
+    let shown: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| show_pass || f.result != Outcome::Pass)
+        .collect();
+    let width = audit
+        .policies
+        .iter()
+        .map(|p| p.name.len())
+        .chain([SNAPSHOT_POLICY.len(), "POLICY".len()])
+        .max()
+        .unwrap_or(6);
+    if shown.is_empty() {
+        writeln!(out, "No findings.")?;
+    } else {
+        writeln!(out, "{:<width$}  RESULT  MESSAGE", "POLICY")?;
+    }
+    let mut current: Option<(Option<String>, &str)> = None;
+    for finding in shown {
+        let object = finding.object.as_ref().map(|o| o.display());
+        let key = (object.clone(), finding.source.as_str());
+        if current.as_ref() != Some(&key) {
+            let title = object.unwrap_or_else(|| "(snapshot document)".into());
+            let title = if colour {
+                format!("\x1b[1m{title}\x1b[0m")
+            } else {
+                title
+            };
+            if finding.source.is_empty() {
+                writeln!(out, "\n{title}")?;
+            } else {
+                writeln!(out, "\n{title}  ({})", finding.source)?;
+            }
+            current = Some(key);
+        }
+        writeln!(
+            out,
+            "{:<width$}  {}   {}",
+            finding.policy,
+            paint(finding.result, colour),
+            finding.message
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<width$}  {:>5} {:>5} {:>5} {:>5} {:>5}",
+        "SUMMARY", "pass", "fail", "warn", "error", "skip"
+    )?;
+    let mut names: Vec<&str> = audit.policies.iter().map(|p| p.name.as_str()).collect();
+    if findings.iter().any(|f| f.policy == SNAPSHOT_POLICY) {
+        names.insert(0, SNAPSHOT_POLICY);
+    }
+    for name in names {
+        let count = |outcome: Outcome| {
+            findings
+                .iter()
+                .filter(|f| f.policy == name && f.result == outcome)
+                .count()
+        };
+        writeln!(
+            out,
+            "{name:<width$}  {:>5} {:>5} {:>5} {:>5} {:>5}",
+            count(Outcome::Pass),
+            count(Outcome::Fail),
+            count(Outcome::Warn),
+            count(Outcome::Error),
+            count(Outcome::Skip),
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,715 @@
+//! `olm-guard audit` on testdata/audit/: a snapshot with one planted
+//! violation of every rule beside clean objects. Every output must hold
+//! exactly the expected results, the reports must validate against the
+//! report CRDs (`shared/realworld/crds/reports` beside the repository), and
+//! unreadable documents must be `error` results naming file and document.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn dist() -> PathBuf {
+    let dist = std::env::var_os("OLM_GUARD_DIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("dist"));
+    assert!(
+        dist.join("catalog-union.wasm").is_file(),
+        "{} has no modules: run make dist",
+        dist.display()
+    );
+    dist
+}
+
+fn snapshot() -> String {
+    "testdata/audit/cluster.yaml".into()
+}
+
+fn broken() -> String {
+    "testdata/audit/broken.yaml".into()
+}
+
+fn audit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+        .current_dir(root())
+        .arg("audit")
+        .arg("--policies")
+        .arg(dist())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn json_of(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    let output = audit(&all);
+    assert!(output.status.success(), "{}", stderr(&output));
+    serde_json::from_str(&stdout(&output)).unwrap()
+}
+
+/// `(object, policy, result)`; the object as `Kind namespace/name`, or the
+/// snapshot document's location.
+type Row = (String, String, String);
+
+fn rows(report: &Value) -> Vec<Row> {
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let object = match &r["object"] {
+                Value::Null => r["source"].as_str().unwrap().to_string(),
+                o => {
+                    let ns = o["namespace"].as_str().unwrap();
+                    let name = o["name"].as_str().unwrap();
+                    let kind = o["kind"].as_str().unwrap();
+                    if ns.is_empty() {
+                        format!("{kind} {name}")
+                    } else {
+                        format!("{kind} {ns}/{name}")
+                    }
+                }
+            };
+            (
+                object,
+                r["policy"].as_str().unwrap().to_string(),
+                r["result"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn expected(rows: &[(&str, &str, &str)]) -> Vec<Row> {
+    let mut rows: Vec<Row> = rows
+        .iter()
+        .map(|(o, p, r)| (o.to_string(), p.to_string(), r.to_string()))
+        .collect();
+    rows.sort();
+    rows
+}
+
+fn sorted(mut rows: Vec<Row>) -> Vec<Row> {
+    rows.sort();
+    rows
+}
+
+/// Without --as: requester-free checks still find the forged label and the
+/// missing template; everything else of the authorization modules is a
+/// skip.
+const WITHOUT_REQUESTER: &[(&str, &str, &str)] = &[
+    (
+        "testdata/audit/broken.yaml: document 2",
+        "snapshot",
+        "error",
+    ),
+    (
+        "testdata/audit/broken.yaml: document 3",
+        "snapshot",
+        "error",
+    ),
+    ("ClusterObjectSet app-1", "group-authorization", "skip"),
+    ("ClusterObjectSet app-1", "revision-uniqueness", "pass"),
+    ("ClusterObjectSet app-2", "group-authorization", "skip"),
+    ("ClusterObjectSet app-2", "revision-uniqueness", "fail"),
+    ("ClusterObjectSet app-2-copy", "group-authorization", "skip"),
+    ("ClusterObjectSet app-2-copy", "revision-uniqueness", "fail"),
+    ("ClusterObjectSet db-1", "group-authorization", "skip"),
+    ("ClusterObjectSet db-1", "revision-uniqueness", "pass"),
+    ("ClusterObjectSet web-1", "group-authorization", "fail"),
+    ("ClusterObjectSet web-1", "revision-uniqueness", "pass"),
+    ("ClusterRole admin", "aggregation-escalation", "skip"),
+    (
+        "ClusterRole memcached-admin-extras",
+        "aggregation-escalation",
+        "skip",
+    ),
+    (
+        "ClusterRole memcached-viewer",
+        "aggregation-escalation",
+        "skip",
+    ),
+    ("ClusterRole olm-author", "aggregation-escalation", "skip"),
+    (
+        "ScopeInstance memcached-viewer-team-a",
+        "scope-rbac",
+        "skip",
+    ),
+    ("ScopeInstance orphan", "scope-rbac", "fail"),
+    ("ScopeTemplate memcached-viewer", "scope-rbac", "skip"),
+    ("CatalogSource olm/modern-catalog", "catalog-union", "pass"),
+    (
+        "CatalogSource olm/operatorhubio-catalog",
+        "catalog-union",
+        "pass",
+    ),
+    (
+        "CatalogSource team-a/confused-catalog",
+        "catalog-union",
+        "fail",
+    ),
+    ("OperatorGroup quiet/og-quiet", "og-intersection", "pass"),
+    ("OperatorGroup team-a/og-a", "og-intersection", "fail"),
+    ("OperatorGroup team-b/og-b", "og-intersection", "fail"),
+];
+
+/// As alice, who may create ClusterRoles and manage group `app` only.
+const AS_ALICE: &[(&str, &str, &str)] = &[
+    ("ClusterObjectSet app-1", "group-authorization", "pass"),
+    ("ClusterObjectSet app-1", "revision-uniqueness", "pass"),
+    ("ClusterObjectSet app-2", "group-authorization", "pass"),
+    ("ClusterObjectSet app-2", "revision-uniqueness", "fail"),
+    ("ClusterObjectSet app-2-copy", "group-authorization", "pass"),
+    ("ClusterObjectSet app-2-copy", "revision-uniqueness", "fail"),
+    ("ClusterObjectSet db-1", "group-authorization", "fail"),
+    ("ClusterObjectSet db-1", "revision-uniqueness", "pass"),
+    ("ClusterObjectSet web-1", "group-authorization", "fail"),
+    ("ClusterObjectSet web-1", "revision-uniqueness", "pass"),
+    ("ClusterRole admin", "aggregation-escalation", "fail"),
+    (
+        "ClusterRole memcached-admin-extras",
+        "aggregation-escalation",
+        "fail",
+    ),
+    (
+        "ClusterRole memcached-viewer",
+        "aggregation-escalation",
+        "pass",
+    ),
+    ("ClusterRole olm-author", "aggregation-escalation", "pass"),
+    (
+        "ScopeInstance memcached-viewer-team-a",
+        "scope-rbac",
+        "pass",
+    ),
+    ("ScopeInstance orphan", "scope-rbac", "fail"),
+    ("ScopeTemplate memcached-viewer", "scope-rbac", "pass"),
+    ("CatalogSource olm/modern-catalog", "catalog-union", "pass"),
+    (
+        "CatalogSource olm/operatorhubio-catalog",
+        "catalog-union",
+        "pass",
+    ),
+    (
+        "CatalogSource team-a/confused-catalog",
+        "catalog-union",
+        "fail",
+    ),
+    ("OperatorGroup quiet/og-quiet", "og-intersection", "pass"),
+    ("OperatorGroup team-a/og-a", "og-intersection", "fail"),
+    ("OperatorGroup team-b/og-b", "og-intersection", "fail"),
+];
+
+fn message<'a>(report: &'a Value, object_name: &str, policy: &str) -> &'a str {
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["object"]["name"] == object_name && r["policy"] == policy)
+        .and_then(|r| r["message"].as_str())
+        .unwrap_or_else(|| panic!("no message for {object_name} / {policy}"))
+}
+
+#[test]
+fn json_holds_exactly_the_planted_violations_without_a_requester() {
+    let report = json_of(&["--cluster", &snapshot(), "--cluster", &broken()]);
+    assert_eq!(sorted(rows(&report)), expected(WITHOUT_REQUESTER));
+    // A duplicate revision is reported on both objects, each naming the other.
+    assert!(message(&report, "app-2", "revision-uniqueness").contains("\"app-2-copy\""));
+    assert!(message(&report, "app-2-copy", "revision-uniqueness").contains("\"app-2\""));
+    // An OperatorGroup conflict names both groups.
+    let og_a = message(&report, "og-a", "og-intersection");
+    assert!(og_a.contains("InterOperatorGroupOwnerConflict"), "{og_a}");
+    assert!(
+        og_a.contains("team-a/og-a") && og_a.contains("team-b/og-b"),
+        "{og_a}"
+    );
+    let og_b = message(&report, "og-b", "og-intersection");
+    assert!(
+        og_b.contains("team-a/og-a") && og_b.contains("team-b/og-b"),
+        "{og_b}"
+    );
+    assert!(message(&report, "orphan", "scope-rbac").contains("ScopeTemplateNotFound"));
+    assert!(message(&report, "confused-catalog", "catalog-union").contains("spec.address"));
+    // A skip says why and what to do.
+    let skip = message(&report, "admin", "aggregation-escalation");
+    assert!(
+        skip.contains("--as") && skip.contains("backgroundAudit: false"),
+        "{skip}"
+    );
+    assert_eq!(report["objects"], 25, "every readable object is counted");
+    assert_eq!(
+        report["summary"],
+        json!({"pass": 6, "fail": 7, "warn": 0, "error": 2, "skip": 10})
+    );
+}
+
+#[test]
+fn json_as_a_user_evaluates_the_authorization_modules() {
+    let report = json_of(&["--cluster", &snapshot(), "--as", "alice"]);
+    assert_eq!(sorted(rows(&report)), expected(AS_ALICE));
+    let feeding = message(&report, "memcached-admin-extras", "aggregation-escalation");
+    assert!(feeding.contains("\"admin\""), "{feeding}");
+    let db = message(&report, "db-1", "group-authorization");
+    assert!(db.contains("alice"), "{db}");
+    assert_eq!(report["requester"]["username"], "alice");
+}
+
+#[test]
+fn the_table_lists_every_result_that_is_not_a_pass_grouped_by_object() {
+    let output = audit(&["--cluster", &snapshot(), "--cluster", &broken()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(
+        !table.contains('\x1b'),
+        "no colour off a terminal:\n{table}"
+    );
+    let expected: Vec<&(&str, &str, &str)> = WITHOUT_REQUESTER
+        .iter()
+        .filter(|(_, _, result)| *result != "pass")
+        .collect();
+    // Each block starts with the object; its lines are `policy result message`.
+    let mut found: Vec<(String, String, String)> = Vec::new();
+    let mut object = String::new();
+    for line in table.lines() {
+        if line.is_empty() || line.starts_with("POLICY") {
+            continue;
+        }
+        if line.starts_with("SUMMARY") {
+            break;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let is_result =
+            words.len() >= 2 && ["pass", "fail", "warn", "error", "skip"].contains(&words[1]);
+        if is_result {
+            found.push((object.clone(), words[0].to_string(), words[1].to_string()));
+        } else {
+            // `Kind [ns/]name  (source)`, or `(snapshot document)  (source)`.
+            object = match line.split_once("  (") {
+                Some(("(snapshot document)", source)) => source.trim_end_matches(')').into(),
+                Some((title, _)) => title.to_string(),
+                None => line.to_string(),
+            };
+        }
+    }
+    found.sort();
+    let mut want: Vec<Row> = expected
+        .iter()
+        .map(|(o, p, r)| (o.to_string(), p.to_string(), r.to_string()))
+        .collect();
+    want.sort();
+    assert_eq!(found, want, "{table}");
+    assert!(
+        table.contains("og-intersection             1     2     0     0     0"),
+        "{table}"
+    );
+    let all = audit(&["--cluster", &snapshot(), "--show-pass"]);
+    let passes = stdout(&all)
+        .lines()
+        .take_while(|l| !l.starts_with("SUMMARY"))
+        .filter(|l| l.split_whitespace().nth(1) == Some("pass"))
+        .count();
+    let want = WITHOUT_REQUESTER
+        .iter()
+        .filter(|(_, _, r)| *r == "pass")
+        .count();
+    assert_eq!(passes, want, "{}", stdout(&all));
+}
+
+#[test]
+fn unreadable_documents_are_error_results_naming_file_and_document() {
+    let report = json_of(&["--cluster", &snapshot(), "--cluster", &broken()]);
+    let errors: Vec<&Value> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["result"] == "error")
+        .collect();
+    assert_eq!(errors.len(), 2);
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("testdata/audit/broken.yaml: document 2: object \"team-a/no-type\""),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[1]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("testdata/audit/broken.yaml: document 3: expected a Kubernetes object"),
+        "{}",
+        errors[1]
+    );
+    // The readable document of that file is still in the snapshot.
+    assert_eq!(report["objects"], 25);
+}
+
+/// The `openAPIV3Schema` of `version` of the report CRD `file`, made strict
+/// as the API server's field validation is: an object schema with
+/// `properties` and without `x-kubernetes-preserve-unknown-fields` admits
+/// no other field.
+fn crd_schema(file: &str, version: &str) -> Option<Value> {
+    let dir = root()
+        .canonicalize()
+        .ok()?
+        .ancestors()
+        .map(|dir| dir.join("shared/realworld/crds/reports"))
+        .find(|dir| dir.is_dir())?;
+    let crd: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
+    let version = crd["spec"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == version)
+        .unwrap_or_else(|| panic!("{file} has no version {version}"));
+    let mut schema = version["schema"]["openAPIV3Schema"].clone();
+    strict(&mut schema);
+    Some(schema)
+}
+
+fn strict(schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    if object.contains_key("properties")
+        && !object.contains_key("additionalProperties")
+        && object.get("x-kubernetes-preserve-unknown-fields") != Some(&json!(true))
+    {
+        object.insert("additionalProperties".into(), json!(false));
+    }
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        properties.values_mut().for_each(strict);
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(nested) = object.get_mut(key) {
+            strict(nested);
+        }
+    }
+}
+
+fn violations(schema: &Value, report: &Value) -> Vec<String> {
+    let validator = jsonschema::draft4::new(schema).expect("the CRD schema compiles");
+    let mut found: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    if !report["metadata"]["name"].is_string() {
+        found.push("/metadata/name: missing".into());
+    }
+    found
+}
+
+fn reports(kind: &str, args: &[&str]) -> Vec<Value> {
+    let mut all = args.to_vec();
+    all.extend(["-o", "report", "--report-kind", kind]);
+    let output = audit(&all);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|document| Value::deserialize(document).unwrap())
+        .collect()
+}
+
+/// Checks one report kind: the shape the audit scanner writes, exactly the
+/// expected results, summaries that add up, and the CRD schemas.
+fn check_reports(
+    kind: &str,
+    api_version: &str,
+    namespaced: &str,
+    cluster: &str,
+    crds: (&str, &str, &str),
+) {
+    let documents = reports(kind, &["--cluster", &snapshot(), "--cluster", &broken()]);
+    let mut found: Vec<Row> = Vec::new();
+    for report in &documents {
+        assert_eq!(report["apiVersion"], api_version);
+        let kind_here = report["kind"].as_str().unwrap();
+        let scope = &report["scope"];
+        if kind_here == namespaced {
+            assert_eq!(
+                report["metadata"]["namespace"], scope["namespace"],
+                "{report}"
+            );
+        } else {
+            assert_eq!(kind_here, cluster, "{report}");
+            assert!(report["metadata"].get("namespace").is_none(), "{report}");
+        }
+        let results = report["results"].as_array().unwrap();
+        let mut summary = BTreeMap::new();
+        for result in results {
+            *summary
+                .entry(result["result"].as_str().unwrap().to_string())
+                .or_insert(0) += 1;
+            assert_eq!(result["source"], "kubewarden");
+            assert_eq!(result["scored"], true);
+            let rule = result["rule"].as_str().unwrap();
+            let policy = result["policy"].as_str().unwrap();
+            if rule == "snapshot" {
+                assert_eq!(policy, "olm-guard-snapshot");
+            } else {
+                assert_eq!(policy, format!("clusterwide-{rule}"));
+                assert_eq!(result["properties"]["policy-name"], rule);
+                let severity = result["severity"].as_str().unwrap();
+                let expected_severity = match rule {
+                    "aggregation-escalation" | "group-authorization" | "scope-rbac" => "high",
+                    _ => "medium",
+                };
+                assert_eq!(severity, expected_severity, "{rule}");
+                assert!(result["category"].is_string(), "{result}");
+            }
+            let object = if scope.is_null() {
+                result["properties"]["snapshot-source"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            } else {
+                let name = scope["name"].as_str().unwrap();
+                match scope["namespace"].as_str() {
+                    Some(ns) => format!("{} {ns}/{name}", scope["kind"].as_str().unwrap()),
+                    None => format!("{} {name}", scope["kind"].as_str().unwrap()),
+                }
+            };
+            found.push((
+                object,
+                rule.to_string(),
+                result["result"].as_str().unwrap().to_string(),
+            ));
+        }
+        for word in ["pass", "fail", "warn", "error", "skip"] {
+            assert_eq!(
+                report["summary"][word],
+                summary.get(word).copied().unwrap_or(0),
+                "{word} in {report}"
+            );
+        }
+    }
+    assert_eq!(sorted(found), expected(WITHOUT_REQUESTER));
+    // The CatalogSource verbatim from OLM's quickstart keeps its uid and
+    // resourceVersion: its report is named after the uid, as the scanner's.
+    let quickstart = documents
+        .iter()
+        .find(|r| r["scope"]["name"] == "operatorhubio-catalog")
+        .unwrap();
+    assert_eq!(
+        quickstart["metadata"]["name"],
+        "6f0c1f0e-0000-4000-8000-0000000000c1"
+    );
+    assert_eq!(quickstart["scope"]["resourceVersion"], "4711");
+    assert_eq!(
+        quickstart["metadata"]["ownerReferences"][0]["uid"],
+        "6f0c1f0e-0000-4000-8000-0000000000c1"
+    );
+
+    let (version, namespaced_crd, cluster_crd) = crds;
+    let (Some(namespaced_schema), Some(cluster_schema)) = (
+        crd_schema(namespaced_crd, version),
+        crd_schema(cluster_crd, version),
+    ) else {
+        eprintln!(
+            "skipped: the report CRDs (shared/realworld/crds/reports beside the repository) \
+             are absent; the reports were not validated"
+        );
+        return;
+    };
+    for report in &documents {
+        let schema = if report["kind"] == namespaced {
+            &namespaced_schema
+        } else {
+            &cluster_schema
+        };
+        let found = violations(schema, report);
+        assert!(found.is_empty(), "{report}\n{}", found.join("\n"));
+    }
+    // The validation can fail: a result word the CRD does not know is caught.
+    let mut wrong = documents[0].clone();
+    wrong["results"][0]["result"] = json!("denied");
+    wrong["results"][0]["unknownField"] = json!(1);
+    let schema = if wrong["kind"] == namespaced {
+        &namespaced_schema
+    } else {
+        &cluster_schema
+    };
+    assert_eq!(violations(schema, &wrong).len(), 2);
+}
+
+#[test]
+fn openreports_are_shaped_as_the_audit_scanner_writes_them_and_validate() {
+    check_reports(
+        "openreports",
+        "openreports.io/v1alpha1",
+        "Report",
+        "ClusterReport",
+        (
+            "v1alpha1",
+            "openreports.io_reports.yaml",
+            "openreports.io_clusterreports.yaml",
+        ),
+    );
+}
+
+#[test]
+fn policy_reports_are_shaped_as_the_audit_scanner_writes_them_and_validate() {
+    check_reports(
+        "policyreport",
+        "wgpolicyk8s.io/v1alpha2",
+        "PolicyReport",
+        "ClusterPolicyReport",
+        (
+            "v1alpha2",
+            "wgpolicyk8s.io_policyreports.yaml",
+            "wgpolicyk8s.io_clusterpolicyreports.yaml",
+        ),
+    );
+}
+
+#[test]
+fn the_html_page_is_self_contained_and_holds_every_finding() {
+    let output = audit(&[
+        "--cluster",
+        &snapshot(),
+        "--cluster",
+        &broken(),
+        "-o",
+        "html",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let page = stdout(&output);
+    let artifacts = root().join("target/audit");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    std::fs::write(artifacts.join("audit.html"), &page).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    for external in [
+        "http:", "https:", "src=", "href=", "@import", "url(", "<script", "<link",
+    ] {
+        assert!(!page.contains(external), "the page refers out ({external})");
+    }
+    assert!(page.contains("<svg"), "a chart");
+    let report = json_of(&["--cluster", &snapshot(), "--cluster", &broken()]);
+    for result in report["results"].as_array().unwrap() {
+        if result["result"] == "pass" {
+            continue;
+        }
+        let message = result["message"].as_str().unwrap();
+        let escaped = message
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&#39;");
+        assert!(page.contains(&escaped), "missing: {message}");
+    }
+    // Counts per policy and per namespace.
+    assert!(page.contains("Results per policy") && page.contains("Results per namespace"));
+    assert!(page.contains("<td>team-a</td>") && page.contains("<td>(cluster-scoped)</td>"));
+}
+
+#[test]
+fn exit_codes_are_as_the_help_says() {
+    let clean = tempfile::tempdir().unwrap();
+    let file = clean.path().join("clean.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: operators.coreos.com/v1alpha1\nkind: CatalogSource\n\
+         metadata: {name: modern, namespace: olm}\n\
+         spec: {catalogImageSource: {catalogImage: quay.io/x/catalog:v1}}\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    assert_eq!(
+        audit(&["--cluster", file, "--fail-on-violation"])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(audit(&["--cluster", &snapshot()]).status.code(), Some(0));
+    assert_eq!(
+        audit(&["--cluster", &snapshot(), "--fail-on-violation"])
+            .status
+            .code(),
+        Some(1)
+    );
+    // An unreadable document alone is enough: it could not be vouched for.
+    assert_eq!(
+        audit(&[
+            "--cluster",
+            file,
+            "--cluster",
+            &broken(),
+            "--fail-on-violation"
+        ])
+        .status
+        .code(),
+        Some(1)
+    );
+    let missing = audit(&["--cluster", "testdata/audit/absent.yaml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("testdata/audit/absent.yaml"));
+    let unknown = audit(&["--cluster", file, "--settings", "nope=x.yaml"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    let settings = clean.path().join("bad.yaml");
+    std::fs::write(&settings, "noSuchSetting: true\n").unwrap();
+    let refused = audit(&[
+        "--cluster",
+        file,
+        "--settings",
+        &format!("catalog-union={}", settings.display()),
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("catalog-union"),
+        "{}",
+        stderr(&refused)
+    );
+    let help = Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+        .args(["audit", "--help"])
+        .output()
+        .unwrap();
+    let help = stdout(&help);
+    for code in ["  0  ", "  1  ", "  2  "] {
+        assert!(help.contains(code), "exit code{code}in --help:\n{help}");
+    }
+}
+
+#[test]
+fn settings_reach_the_module() {
+    // allowPendingTemplate turns the orphan ScopeInstance into a warning.
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("scope.yaml");
+    std::fs::write(&settings, "allowPendingTemplate: true\n").unwrap();
+    let report = json_of(&[
+        "--cluster",
+        &snapshot(),
+        "--settings",
+        &format!("scope-rbac={}", settings.display()),
+    ]);
+    let orphan = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["object"]["name"] == "orphan")
+        .unwrap();
+    assert_eq!(orphan["result"], "warn", "{orphan}");
+    assert!(
+        orphan["message"]
+            .as_str()
+            .unwrap()
+            .contains("allowPendingTemplate")
+    );
+}
