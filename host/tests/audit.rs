@@ -1,4 +1,4 @@
-//! `olm-guard audit` on testdata/audit/: a snapshot with one planted
+//! `olm-guard audit` on examples/audit/: a snapshot with one planted
 //! violation of every rule beside clean objects. Every output must hold
 //! exactly the expected results, the reports must validate against the
 //! report CRDs (`shared/realworld/crds/reports` beside the repository), and
@@ -28,11 +28,11 @@ fn dist() -> PathBuf {
 }
 
 fn snapshot() -> String {
-    "testdata/audit/cluster.yaml".into()
+    "examples/audit/cluster.yaml".into()
 }
 
 fn broken() -> String {
-    "testdata/audit/broken.yaml".into()
+    "examples/audit/broken.yaml".into()
 }
 
 fn audit(args: &[&str]) -> Output {
@@ -113,12 +113,12 @@ fn sorted(mut rows: Vec<Row>) -> Vec<Row> {
 /// skip.
 const WITHOUT_REQUESTER: &[(&str, &str, &str)] = &[
     (
-        "testdata/audit/broken.yaml: document 2",
+        "examples/audit/broken.yaml: document 2",
         "snapshot",
         "error",
     ),
     (
-        "testdata/audit/broken.yaml: document 3",
+        "examples/audit/broken.yaml: document 3",
         "snapshot",
         "error",
     ),
@@ -344,7 +344,7 @@ fn unreadable_documents_are_error_results_naming_file_and_document() {
         errors[0]["message"]
             .as_str()
             .unwrap()
-            .starts_with("testdata/audit/broken.yaml: document 2: object \"team-a/no-type\""),
+            .starts_with("examples/audit/broken.yaml: document 2: object \"team-a/no-type\""),
         "{}",
         errors[0]
     );
@@ -352,7 +352,7 @@ fn unreadable_documents_are_error_results_naming_file_and_document() {
         errors[1]["message"]
             .as_str()
             .unwrap()
-            .starts_with("testdata/audit/broken.yaml: document 3: expected a Kubernetes object"),
+            .starts_with("examples/audit/broken.yaml: document 3: expected a Kubernetes object"),
         "{}",
         errors[1]
     );
@@ -658,9 +658,9 @@ fn exit_codes_are_as_the_help_says() {
         .code(),
         Some(1)
     );
-    let missing = audit(&["--cluster", "testdata/audit/absent.yaml"]);
+    let missing = audit(&["--cluster", "examples/audit/absent.yaml"]);
     assert_eq!(missing.status.code(), Some(2));
-    assert!(stderr(&missing).contains("testdata/audit/absent.yaml"));
+    assert!(stderr(&missing).contains("examples/audit/absent.yaml"));
     let unknown = audit(&["--cluster", file, "--settings", "nope=x.yaml"]);
     assert_eq!(unknown.status.code(), Some(2));
     let settings = clean.path().join("bad.yaml");

@@ -282,11 +282,14 @@ pub fn request_for_object(request: ObjectRequest) -> Result<Value, ObjectRequest
 
 /// The resource (plural) name for `kind`, as client-go guesses it without
 /// discovery (`k8s.io/apimachinery/pkg/api/meta/restmapper.go`,
-/// `UnsafeGuessKindToResource`): lower case, then `-s` → `-ses`, `-y` →
-/// `-ies`, else `+s`. Right for every kind the modules here are sent.
+/// `UnsafeGuessKindToResource`): lower case; `endpoints` stays as it is;
+/// then `-s` → `-ses`, `-y` → `-ies`, else `+s`. Right for every kind the
+/// modules here are sent (not for a kind like `Gateway`: `gatewaies`).
 pub fn guess_resource(kind: &str) -> String {
     let singular = kind.to_lowercase();
-    if let Some(stem) = singular.strip_suffix('y') {
+    if singular.ends_with("endpoints") {
+        singular
+    } else if let Some(stem) = singular.strip_suffix('y') {
         format!("{stem}ies")
     } else if singular.ends_with('s') {
         format!("{singular}es")
@@ -332,6 +335,9 @@ mod tests {
             ("Policy", "policies"),
             ("Ingress", "ingresses"),
             ("ScopeInstance", "scopeinstances"),
+            ("Endpoints", "endpoints"),
+            // Wrong, as Kubernetes' own guess is, for a vowel before `y`.
+            ("Gateway", "gatewaies"),
         ] {
             assert_eq!(guess_resource(kind), resource);
         }

@@ -138,8 +138,9 @@ pub enum Problem {
         /// The object.
         object: Box<ObjectRef>,
         /// The field, as a path below the object (`subjects[0].name`), and
-        /// serde's account of the mismatch.
-        error: FieldTypeError,
+        /// serde's account of the mismatch (boxed: it would double the size
+        /// of every snapshot result).
+        error: Box<FieldTypeError>,
     },
     /// A Role, ClusterRole or binding in an RBAC version other than
     /// `rbac.authorization.k8s.io/v1`, which Kubernetes no longer serves and

@@ -483,7 +483,7 @@ fn read_rbac(object_ref: &ObjectRef, object: &Value) -> Result<Option<Rbac>, Pro
     }
     let wrong_field = |error| Problem::WrongRbacField {
         object: Box::new(object_ref.clone()),
-        error,
+        error: Box::new(error),
     };
     Ok(Some(match kind {
         "ClusterRole" => Rbac::ClusterRole(decode::from_value(object).map_err(wrong_field)?),

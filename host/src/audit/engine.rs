@@ -23,8 +23,9 @@ use olm_guard_core::protocol::{
     SubjectAccessReviewStatus,
 };
 use olm_guard_core::{Cluster, ContextError, ObjectMeta};
+use olm_guard_evaluator::input::guess_resource;
 use olm_guard_evaluator::{ClusterContext, Policy};
-use olm_guard_runtime::metadata::{Metadata, annotation};
+use olm_guard_runtime::metadata::{Metadata, RequestTarget, annotation};
 use olm_guard_runtime::{Limits, Runtime};
 use olm_guard_snapshot::{ApiResources, LoadOptions, ObjectRef, Snapshot, SnapshotWarning};
 
@@ -200,23 +201,14 @@ impl AuditPolicy {
     }
 
     /// Whether the metadata's rules cover a CREATE of `resource` in
-    /// `group`/`version`, with the API server's wildcards (`*` for every
-    /// group, version or resource, `*/*` for every resource and
-    /// subresource), as kubewarden-controller turns them into the webhook's
-    /// rules.
+    /// `group`/`version`, as the API server matches webhook rules.
     fn covers(&self, group: &str, version: &str, resource: &str) -> bool {
-        let any = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
-        self.metadata.rules.iter().any(|rule| {
-            any(&rule.api_groups, group)
-                && any(&rule.api_versions, version)
-                && rule
-                    .resources
-                    .iter()
-                    .any(|r| r == "*" || r == "*/*" || r == resource)
-                && rule
-                    .operations
-                    .iter()
-                    .any(|op| op == "*" || op.eq_ignore_ascii_case("CREATE"))
+        self.metadata.covers(&RequestTarget {
+            group,
+            version,
+            resource,
+            subresource: "",
+            operation: "CREATE",
         })
     }
 }
@@ -435,7 +427,7 @@ impl Audit {
                 Some((group, version)) => (group.to_string(), version.to_string()),
                 None => (String::new(), subject.api_version.clone()),
             };
-            let resource = resource_of(&subject.kind);
+            let resource = guess_resource(&subject.kind);
             for (index, policy) in self.policies.iter().enumerate() {
                 if !policy.covers(&group, &version, &resource) {
                     continue;
@@ -572,24 +564,6 @@ fn synthesise(task: &Task<'_>, user_info: Option<Value>) -> Value {
     request
 }
 
-/// The plural resource of `kind`, as Kubernetes guesses it without
-/// discovery (kubernetes/apimachinery, `pkg/api/meta/restmapper.go`,
-/// `UnsafeGuessKindToResource`): lower case; `endpoints` stays as it is;
-/// `es` after a final `s`, `ies` for a final `y`, else `s`.
-pub fn resource_of(kind: &str) -> String {
-    let lower = kind.to_lowercase();
-    if lower.is_empty() || lower.ends_with("endpoints") {
-        return lower;
-    }
-    if lower.ends_with('s') {
-        return format!("{lower}es");
-    }
-    if let Some(stem) = lower.strip_suffix('y') {
-        return format!("{stem}ies");
-    }
-    format!("{lower}s")
-}
-
 /// The snapshot, with every answer kept: the snapshot does not change
 /// during an audit, and most evaluations of one module ask the same lists
 /// (every ClusterObjectSet, every OperatorGroup), so each is serialised
@@ -657,29 +631,4 @@ impl Cluster for AnswerCache {
 /// A runtime for the audit's limits.
 pub fn runtime(limits: Limits) -> anyhow::Result<Runtime> {
     Ok(Runtime::new(limits)?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::resource_of;
-
-    #[test]
-    fn resources_are_guessed_as_kubectl_does() {
-        for (kind, resource) in [
-            ("CatalogSource", "catalogsources"),
-            ("ClusterObjectSet", "clusterobjectsets"),
-            ("OperatorGroup", "operatorgroups"),
-            ("ClusterServiceVersion", "clusterserviceversions"),
-            ("ClusterRole", "clusterroles"),
-            ("ScopeTemplate", "scopetemplates"),
-            ("ScopeInstance", "scopeinstances"),
-            ("Policy", "policies"),
-            // The guess, like Kubernetes', is wrong for a vowel before y.
-            ("Gateway", "gatewaies"),
-            ("Ingress", "ingresses"),
-            ("Endpoints", "endpoints"),
-        ] {
-            assert_eq!(resource_of(kind), resource, "{kind}");
-        }
-    }
 }
