@@ -713,3 +713,85 @@ fn settings_reach_the_module() {
             .contains("allowPendingTemplate")
     );
 }
+
+/// Debian's `chromium`, where `scripts/test-deps.sh` installs it.
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .flat_map(|name| {
+            std::env::var_os("PATH")
+                .map(|paths| {
+                    std::env::split_paths(&paths)
+                        .map(|dir| dir.join(name))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+        .find(|path| path.is_file())
+}
+
+/// The page opened in headless Chromium: the rendered DOM holds the
+/// findings and the chart, and a screenshot is kept in `target/audit/`.
+#[test]
+fn the_html_page_renders_in_headless_chromium() {
+    let Some(browser) = chromium() else {
+        eprintln!("skipped: no chromium on PATH (scripts/test-deps.sh installs Debian's chromium)");
+        return;
+    };
+    let output = audit(&["--cluster", &snapshot(), "-o", "html"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let artifacts = root().join("target/audit");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let page = artifacts.join("audit-rendered.html");
+    std::fs::write(&page, stdout(&output)).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", page.canonicalize().unwrap().display());
+    let headless = |extra: &[&str]| {
+        let output = Command::new("timeout")
+            .arg("120")
+            .arg(&browser)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(&url)
+            .output()
+            .expect("chromium starts");
+        assert!(output.status.success(), "chromium: {}", stderr(&output));
+        output
+    };
+    let dom = stdout(&headless(&["--dump-dom"]));
+    assert!(dom.contains("Results per policy"), "rendered: {dom}");
+    assert!(dom.contains("<svg"), "the chart is rendered");
+    let report = json_of(&["--cluster", &snapshot()]);
+    let failed = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["result"] == "fail")
+        .expect("a planted violation");
+    let name = failed["object"]["name"]
+        .as_str()
+        .or_else(|| failed["name"].as_str());
+    if let Some(name) = name {
+        assert!(dom.contains(name), "the finding on {name} is on the page");
+    }
+    let screenshot = artifacts.join("audit.png");
+    let _ = std::fs::remove_file(&screenshot);
+    headless(&[
+        "--window-size=1280,1600",
+        &format!("--screenshot={}", screenshot.display()),
+    ]);
+    let png = std::fs::read(&screenshot).expect("a screenshot");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    assert!(
+        png.len() > 10_000,
+        "a page, not a blank: {} bytes",
+        png.len()
+    );
+    eprintln!("screenshot: {}", screenshot.display());
+}
