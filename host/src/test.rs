@@ -34,6 +34,8 @@ skipped. The full format: HACKING.md, \"Scenario format\".
 Examples:
   olm-guard test testdata
   olm-guard test testdata/catalog-union -o json > results.json
+  olm-guard test testdata -o junit > junit.xml           # for CI test reports
+  olm-guard test testdata --run 'catalog-union/.*update' # only matching scenarios
   olm-guard test ~/my-cases --dist ~/olm-guard/dist
 
 Exit codes: 0 every scenario passed; 1 a scenario failed or a directory is an
@@ -49,9 +51,14 @@ pub struct TestArgs {
     #[arg(long)]
     pub dist: Option<PathBuf>,
     /// `text`: a verdict table; `json`: every scenario's full result
-    /// (response and patched object included) as one JSON document.
+    /// (response and patched object included) as one JSON document;
+    /// `junit`: JUnit XML, a test case per scenario, for CI systems.
     #[arg(short, long, value_enum, default_value_t = TestOutput::Text)]
     pub output: TestOutput,
+    /// Run only the scenarios whose directory path matches this regular
+    /// expression (searched for anywhere in the path, as `go test -run`).
+    #[arg(long, value_name = "PATTERN")]
+    pub run: Option<regex::Regex>,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
@@ -63,10 +70,19 @@ pub struct TestArgs {
 pub enum TestOutput {
     Text,
     Json,
+    Junit,
 }
 
 pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
-    let found = scenario::discover_all(&args.dirs)?;
+    let mut found = scenario::discover_all(&args.dirs)?;
+    if let Some(pattern) = &args.run {
+        let matches = |dir: &PathBuf| pattern.is_match(&display(dir));
+        found.scenarios.retain(matches);
+        found.incomplete.retain(|(dir, _)| matches(dir));
+        if found.scenarios.is_empty() && found.incomplete.is_empty() {
+            anyhow::bail!("no scenario matches --run {pattern}");
+        }
+    }
     for (dir, reason) in &found.skipped {
         eprintln!("olm-guard: skipped {}: {reason}", display(dir));
     }
@@ -107,12 +123,13 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
             });
             println!("{}", serde_json::to_string_pretty(&document)?);
         }
+        TestOutput::Junit => print!("{}", junit(&outcomes, &found.incomplete)),
     }
     // The summary CI systems read; on stderr when stdout is data.
     let summary = format!("{passed} passed, {failed} failed");
     match args.output {
         TestOutput::Text => println!("{summary}"),
-        TestOutput::Json => eprintln!("{summary}"),
+        TestOutput::Json | TestOutput::Junit => eprintln!("{summary}"),
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS
@@ -195,4 +212,91 @@ pub fn outcome_json(outcome: &scenario::Outcome) -> serde_json::Value {
         "response": outcome.response,
         "patchedObject": outcome.patched_object,
     })
+}
+
+/// JUnit XML as CI systems read it (the Ant schema's `testsuites` /
+/// `testsuite` / `testcase` / `failure`): a suite per policy, a case per
+/// scenario, the verdict and message as the case's output; an incomplete
+/// scenario directory is a failed case of the suite `incomplete`.
+pub fn junit(outcomes: &[scenario::Outcome], incomplete: &[(PathBuf, String)]) -> String {
+    use std::collections::BTreeMap;
+    use std::fmt::Write;
+
+    let mut suites: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut failures: BTreeMap<&str, usize> = BTreeMap::new();
+    for outcome in outcomes {
+        let suite = if outcome.policy.is_empty() {
+            "unknown"
+        } else {
+            outcome.policy.as_str()
+        };
+        let mut case = format!(
+            "    <testcase name=\"{}\" classname=\"{}\">\n",
+            xml_escape(&display(&outcome.dir)),
+            xml_escape(suite)
+        );
+        if !outcome.passed() {
+            *failures.entry(suite).or_default() += 1;
+            let _ = writeln!(
+                case,
+                "      <failure message=\"{}\">{}</failure>",
+                xml_escape(&one_line(&outcome.failures.join("; "))),
+                xml_escape(&outcome.failures.join("\n"))
+            );
+        }
+        let _ = writeln!(
+            case,
+            "      <system-out>{}: {}</system-out>\n    </testcase>",
+            xml_escape(&outcome.verdict),
+            xml_escape(&outcome.message)
+        );
+        suites.entry(suite).or_default().push(case);
+    }
+    for (dir, reason) in incomplete {
+        *failures.entry("incomplete").or_default() += 1;
+        suites.entry("incomplete").or_default().push(format!(
+            "    <testcase name=\"{}\" classname=\"incomplete\">\n      <failure message=\"{}\"/>\n    </testcase>\n",
+            xml_escape(&display(dir)),
+            xml_escape(reason)
+        ));
+    }
+    let total: usize = suites.values().map(Vec::len).sum();
+    let failed: usize = failures.values().sum();
+    let mut xml = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"olm-guard\" tests=\"{total}\" failures=\"{failed}\">\n"
+    );
+    for (suite, cases) in &suites {
+        let _ = writeln!(
+            xml,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">",
+            xml_escape(suite),
+            cases.len(),
+            failures.get(suite).copied().unwrap_or(0)
+        );
+        for case in cases {
+            xml.push_str(case);
+        }
+        xml.push_str("  </testsuite>\n");
+    }
+    xml.push_str("</testsuites>\n");
+    xml
+}
+
+/// Text as XML character data or an attribute value; characters XML 1.0
+/// cannot hold (control characters a message might quote) become U+FFFD.
+fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
 }

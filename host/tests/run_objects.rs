@@ -679,3 +679,73 @@ fn what_the_evaluation_cannot_see_is_said() {
         text(&out.stderr)
     );
 }
+
+/// `-o junit` is well-formed JUnit XML with a case per scenario and the
+/// failures marked; `--run` picks scenarios by path.
+#[test]
+fn test_reports_junit_and_picks_cases_with_run() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let suite = elsewhere.path().join("suite");
+    for (name, allowed) in [("good-create", true), ("bad-expectation", false)] {
+        let case = suite.join(name);
+        std::fs::create_dir_all(&case).unwrap();
+        write(
+            &case,
+            "expect.yaml",
+            &format!("policy: catalog-union\nallowed: {allowed}\n"),
+        );
+        let request = json!({"operation": "CREATE", "uid": "u", "name": "operatorhubio-catalog", "namespace": "olm",
+            "kind": {"group": "operators.coreos.com", "version": "v1alpha1", "kind": "CatalogSource"},
+            "object": serde_yaml::from_str::<Value>(CATALOG_SOURCE).unwrap()});
+        write(&case, "request.json", &request.to_string());
+    }
+    let dist = dist().display().to_string();
+    let out = olm_guard_in(
+        elsewhere.path(),
+        &["test", "suite", "--dist", &dist, "-o", "junit"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let xml = text(&out.stdout);
+    let document = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let root = document.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    assert_eq!(root.attribute("tests"), Some("2"));
+    assert_eq!(root.attribute("failures"), Some("1"));
+    let failed: Vec<&str> = document
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase") && n.children().any(|c| c.has_tag_name("failure")))
+        .filter_map(|n| n.attribute("name"))
+        .collect();
+    assert_eq!(failed, ["suite/bad-expectation"]);
+
+    let out = olm_guard_in(
+        elsewhere.path(),
+        &["test", "suite", "--dist", &dist, "--run", "good"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("1 passed, 0 failed"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = olm_guard_in(
+        elsewhere.path(),
+        &[
+            "test",
+            "suite",
+            "--dist",
+            &dist,
+            "--run",
+            "nothing-like-this",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no scenario matches --run"),
+        "{}",
+        text(&out.stderr)
+    );
+}
