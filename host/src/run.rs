@@ -142,7 +142,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut denied = 0;
     for (label, request) in &requests {
         warn_if_not_routed(&policy, request, label);
-        let host = Arc::new(policy.host(cluster.clone()).keeping_answers());
+        // Answers are copied into the call log only when they are printed.
+        let host = policy.host(cluster.clone());
+        let host = Arc::new(if args.trace {
+            host.keeping_answers()
+        } else {
+            host
+        });
         let result = policy.validate_with_callback(request, &settings, host.clone());
         if args.trace {
             print_trace(&host.calls());

@@ -11,21 +11,8 @@ use std::process::{Command, Output};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn dist() -> PathBuf {
-    let dist = std::env::var_os("OLM_GUARD_DIST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("dist"));
-    assert!(
-        dist.join("catalog-union.wasm").is_file(),
-        "{} has no modules: run make dist",
-        dist.display()
-    );
-    dist
-}
+mod common;
+use common::{dist, root};
 
 fn snapshot() -> String {
     "examples/audit/cluster.yaml".into()

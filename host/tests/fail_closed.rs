@@ -19,12 +19,11 @@ use olm_guard_runtime::{HostCallback, Limits, Metadata, Runtime};
 use olm_guard_snapshot::Snapshot;
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+use common::{module, root};
 
 fn wasm(rule: &RuleEntry) -> Vec<u8> {
-    let path = root().join("dist").join(format!("{}.wasm", rule.name));
+    let path = module(rule.name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; run make dist", path.display()))
 }
 

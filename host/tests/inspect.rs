@@ -1,24 +1,13 @@
 //! `olm-guard inspect` and `olm-guard annotate`'s metadata checks, through
 //! the binary, on the real modules in dist/ (`make dist` builds them).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use olm_guard_runtime::metadata::{METADATA_SECTION, custom_section};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn module(name: &str) -> PathBuf {
-    let path = root().join("dist").join(format!("{name}.wasm"));
-    assert!(
-        path.is_file(),
-        "{} is missing: run make dist",
-        path.display()
-    );
-    path
-}
+mod common;
+use common::{module, root};
 
 fn olm_guard(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_olm-guard"))

@@ -17,23 +17,8 @@ use olm_guard_rules::registry;
 use olm_guard_runtime::{Limits, Metadata, Runtime};
 use olm_guard_snapshot::{LoadOptions, Snapshot};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn dist() -> PathBuf {
-    let dist = std::env::var_os("OLM_GUARD_DIST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("dist"));
-    for name in registry::names() {
-        assert!(
-            dist.join(format!("{name}.wasm")).is_file(),
-            "{}/{name}.wasm is missing: build the modules first (make dist)",
-            dist.display()
-        );
-    }
-    dist
-}
+mod common;
+use common::{dist, root};
 
 fn olm_guard(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_olm-guard"))

@@ -1,26 +1,14 @@
 //! Metadata embedding and enforcement with the real modules in dist/
 //! (`make dist` builds and annotates them).
 
-use std::path::PathBuf;
 use std::process::Command;
+
+mod common;
+use common::{module, root};
 
 use olm_guard_runtime::metadata::{
     METADATA_SECTION, Metadata, custom_section, with_custom_section,
 };
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn module(name: &str) -> PathBuf {
-    let path = root().join("dist").join(format!("{name}.wasm"));
-    assert!(
-        path.is_file(),
-        "{} is missing: run make dist",
-        path.display()
-    );
-    path
-}
 
 #[test]
 fn annotated_modules_carry_their_metadata_yml() {

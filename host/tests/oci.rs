@@ -13,21 +13,8 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn dist() -> PathBuf {
-    let dist = std::env::var_os("OLM_GUARD_DIST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("dist"));
-    assert!(
-        dist.is_dir(),
-        "{} is missing: run make dist",
-        dist.display()
-    );
-    dist
-}
+mod common;
+use common::{dist, root};
 
 /// The six modules, by name.
 fn modules() -> Vec<(String, PathBuf)> {

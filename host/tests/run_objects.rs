@@ -9,21 +9,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn dist() -> PathBuf {
-    let dist = std::env::var_os("OLM_GUARD_DIST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("dist"));
-    assert!(
-        dist.join("catalog-union.wasm").is_file(),
-        "{} is missing: build the modules first (make dist)",
-        dist.display()
-    );
-    dist
-}
+mod common;
+use common::{dist, module, root};
 
 /// `olm-guard` with `args`, run in `cwd` (the test process's own directory
 /// is never changed).
@@ -70,10 +57,6 @@ fn write(dir: &Path, name: &str, content: &str) -> String {
     path.display().to_string()
 }
 
-fn module(name: &str) -> String {
-    dist().join(format!("{name}.wasm")).display().to_string()
-}
-
 const CATALOG_SOURCE: &str = "apiVersion: operators.coreos.com/v1alpha1
 kind: CatalogSource
 metadata:
@@ -92,6 +75,17 @@ metadata:
 spec:
   sourceType: grpc
 ";
+
+/// The AdmissionRequest for a CREATE of the CatalogSource `manifest`,
+/// written out by hand (not by the code under test).
+fn create_request(manifest: &str) -> Value {
+    let object: Value = serde_yaml::from_str(manifest).unwrap();
+    json!({"uid": "u", "operation": "CREATE",
+        "kind": {"group": "operators.coreos.com", "version": "v1alpha1", "kind": "CatalogSource"},
+        "resource": {"group": "operators.coreos.com", "version": "v1alpha1", "resource": "catalogsources"},
+        "name": object["metadata"]["name"], "namespace": object["metadata"]["namespace"],
+        "object": object})
+}
 
 /// Every scenario whose request is about one object, evaluated once as the
 /// scenario's AdmissionReview and once from its bare objects with the flags
@@ -123,7 +117,9 @@ fn bare_objects_get_the_same_verdict_as_the_scenarios_review() {
             let expect: Value =
                 serde_json::from_str(&std::fs::read_to_string(case.join("expect.json")).unwrap())
                     .unwrap();
-            let policy = module(expect["policy"].as_str().unwrap());
+            let policy = module(expect["policy"].as_str().unwrap())
+                .display()
+                .to_string();
             let mut common = vec!["run".to_string(), policy];
             for (file, flag) in [
                 ("settings.json", "--settings"),
@@ -303,11 +299,7 @@ fn an_update_from_old_and_new_objects_is_judged_as_an_update() {
 #[test]
 fn request_files_are_recognised_by_their_request_key_and_json_errors_are_jsons() {
     let dir = tempfile::tempdir().unwrap();
-    let review = json!({"request": {"uid": "u", "operation": "CREATE",
-        "kind": {"group": "operators.coreos.com", "version": "v1alpha1", "kind": "CatalogSource"},
-        "resource": {"group": "operators.coreos.com", "version": "v1alpha1", "resource": "catalogsources"},
-        "name": "operatorhubio-catalog", "namespace": "olm",
-        "object": serde_yaml::from_str::<Value>(CATALOG_SOURCE).unwrap()}});
+    let review = json!({"request": create_request(CATALOG_SOURCE)});
     let path = write(dir.path(), "review.json", &review.to_string());
     let out = olm_guard(&["run", "catalog-union", "--request", &path]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -519,15 +511,6 @@ fn test_runs_from_anywhere_and_fails_loud_on_broken_suites() {
     // A project scenario, from a working directory outside the project.
     let scenario = root()
         .join("testdata/catalog-union/realworld-marketplace-certified-operators-create-accepted");
-    let scenario = if scenario.is_dir() {
-        scenario
-    } else {
-        std::fs::read_dir(root().join("testdata/catalog-union"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.join("expect.json").is_file())
-            .unwrap()
-    };
     let out = olm_guard_in(
         elsewhere.path(),
         &["test", scenario.to_str().unwrap()],
@@ -554,11 +537,7 @@ fn test_runs_from_anywhere_and_fails_loud_on_broken_suites() {
         "expect.yaml",
         "policy: catalog-union\nallowed: false\nmessage_contains: image\n",
     );
-    let request = json!({"operation": "CREATE", "uid": "u",
-        "kind": {"group": "operators.coreos.com", "version": "v1alpha1", "kind": "CatalogSource"},
-        "resource": {"group": "operators.coreos.com", "version": "v1alpha1", "resource": "catalogsources"},
-        "name": "broken", "namespace": "olm",
-        "object": serde_yaml::from_str::<Value>(BROKEN_CATALOG_SOURCE).unwrap()});
+    let request = create_request(BROKEN_CATALOG_SOURCE);
     write(
         &case,
         "request.yaml",
@@ -694,9 +673,7 @@ fn test_reports_junit_and_picks_cases_with_run() {
             "expect.yaml",
             &format!("policy: catalog-union\nallowed: {allowed}\n"),
         );
-        let request = json!({"operation": "CREATE", "uid": "u", "name": "operatorhubio-catalog", "namespace": "olm",
-            "kind": {"group": "operators.coreos.com", "version": "v1alpha1", "kind": "CatalogSource"},
-            "object": serde_yaml::from_str::<Value>(CATALOG_SOURCE).unwrap()});
+        let request = create_request(CATALOG_SOURCE);
         write(&case, "request.json", &request.to_string());
     }
     let dist = dist().display().to_string();

@@ -12,21 +12,8 @@ use olm_guard_evaluator::scenario::{self, PolicyStore};
 use olm_guard_rules::registry;
 use olm_guard_runtime::{Limits, Runtime};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn dist() -> PathBuf {
-    let dist = std::env::var_os("OLM_GUARD_DIST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("dist"));
-    assert!(
-        dist.is_dir(),
-        "{} is missing: build the modules first (make dist)",
-        dist.display()
-    );
-    dist
-}
+mod common;
+use common::{dist, root};
 
 fn directories(path: PathBuf) -> BTreeSet<String> {
     std::fs::read_dir(&path)

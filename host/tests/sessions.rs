@@ -9,21 +9,8 @@ use olm_guard_evaluator::scenario;
 use olm_guard_evaluator::session::{CallbackRequest, KubernetesRequest, Response, Session};
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn dist() -> PathBuf {
-    let dist = std::env::var_os("OLM_GUARD_DIST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("dist"));
-    assert!(
-        dist.is_dir(),
-        "{} is missing: build the modules first (run make dist)",
-        dist.display()
-    );
-    dist
-}
+mod common;
+use common::{dist, root};
 
 fn olm_guard(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_olm-guard"))

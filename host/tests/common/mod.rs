@@ -1,0 +1,33 @@
+//! What the integration tests of `olm-guard` share: where the project is,
+//! and its built modules. Each test binary uses part of it.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use olm_guard_rules::registry;
+
+/// The repository's root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The built modules: `dist/` (or `$OLM_GUARD_DIST`), checked to hold a
+/// module for every registered rule so a missing build fails with the fix.
+pub fn dist() -> PathBuf {
+    let dist = std::env::var_os("OLM_GUARD_DIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("dist"));
+    for name in registry::names() {
+        assert!(
+            dist.join(format!("{name}.wasm")).is_file(),
+            "{}/{name}.wasm is missing: build the modules first (make dist)",
+            dist.display()
+        );
+    }
+    dist
+}
+
+/// The built module `name`.
+pub fn module(name: &str) -> PathBuf {
+    dist().join(format!("{name}.wasm"))
+}
