@@ -36,7 +36,7 @@ dist: host wasm
 	done
 
 examples: dist
-	$(HOST) test testdata
+	$(HOST) test testdata examples/suites/*.yaml
 
 fmt-check:
 	$(CARGO) fmt --all -- --check

@@ -10,6 +10,13 @@ use olm_guard_evaluator::Policy;
 use olm_guard_runtime::{Limits, Metadata, Runtime};
 
 #[derive(Args)]
+#[command(after_help = "\
+Examples:
+  olm-guard annotate -m policies/catalog-union/metadata.yml \\
+      -u policies/catalog-union/README.md -o dist/catalog-union.wasm dist/catalog-union.wasm
+
+Exit codes: 0 written; 2 the metadata is refused (the field and the fix are
+named), or a file cannot be read or written.")]
 pub struct AnnotateArgs {
     /// The module to annotate.
     pub module: PathBuf,

@@ -12,6 +12,14 @@ use clap::Args;
 use olm_guard_runtime::metadata::{METADATA_SECTION, Metadata, annotation, custom_section};
 
 #[derive(Args)]
+#[command(after_help = "\
+Examples:
+  olm-guard inspect catalog-union                 # a name in dist/
+  olm-guard inspect dist/og-intersection.wasm -o yaml
+  olm-guard inspect registry://ghcr.io/olm-guard/policies/scope-rbac:v0.1.0
+
+Exit codes: 0 printed; 2 the module cannot be read or pulled, or its
+embedded metadata is unreadable.")]
 pub struct InspectArgs {
     /// The module: a `.wasm` file.
     pub module: String,

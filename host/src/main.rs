@@ -14,6 +14,7 @@ mod run;
 mod scaffold;
 mod scaffold_manifest;
 mod session;
+mod show;
 mod test;
 
 use std::process::ExitCode;

@@ -48,6 +48,13 @@ impl RegistryArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = "\
+Examples:
+  olm-guard pull registry://localhost:5000/policies/catalog-union:v0.1.0 -o catalog-union.wasm
+  olm-guard pull registry://ghcr.io/olm-guard/policies/og-intersection@sha256:…   # into the cache
+
+Exit codes: 0 pulled (digest and file printed); 2 the reference is malformed,
+the registry refused it, or the download does not match its digest.")]
 pub struct PullArgs {
     /// registry://host[:port]/repository:tag or …@sha256:<hex>.
     pub reference: String,

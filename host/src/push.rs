@@ -10,6 +10,13 @@ use clap::{Args, ValueEnum};
 use crate::pull::RegistryArgs;
 
 #[derive(Args)]
+#[command(after_help = "\
+Examples:
+  olm-guard push dist/catalog-union.wasm registry://localhost:5000/policies/catalog-union:v0.1.0
+  olm-guard push dist/scope-rbac.wasm registry://ghcr.io/me/scope-rbac:v1 --docker-config ~/.docker/config.json -o json
+
+Exit codes: 0 pushed (the digest is printed); 2 the module is not annotated,
+the reference is malformed, or the registry refused it.")]
 pub struct PushArgs {
     /// The annotated module (`olm-guard annotate`).
     pub module: PathBuf,

@@ -9,9 +9,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::Value;
 
-use olm_guard_evaluator::input::{self as admission, ObjectRequest, Requester};
+use olm_guard_evaluator::input::{self as admission, ObjectRequest, Requester, Route};
 use olm_guard_evaluator::{CallRecord, Policy};
-use olm_guard_runtime::metadata::RequestTarget;
 use olm_guard_runtime::{CallError, Runtime};
 use olm_guard_snapshot::Snapshot;
 
@@ -37,6 +36,10 @@ Examples:
 
 MODULE is a name in --dist (`catalog-union`), a path to a .wasm file, or
 registry://host[:port]/repo:tag.
+
+Output: by default the verdict, message, warnings and a diff of any mutation,
+one block per object; -o json|yaml prints each AdmissionReview as data, with
+the patch decoded (`patchOperations`) and applied (`patchedObject`).
 
 Exit codes: 0 the module answered (allowed, or denied without --fail-on-deny:
 the verdict is in the output); 1 --fail-on-deny and some object was denied;
@@ -95,8 +98,11 @@ pub struct RunArgs {
     /// Exit 1 when the module denies any of the requests (a gate for CI).
     #[arg(long)]
     pub fail_on_deny: bool,
-    /// The AdmissionReview response as JSON or YAML.
-    #[arg(short, long, value_enum, default_value_t = RunOutput::Json)]
+    /// `text`: the verdict, message, warnings and a diff of any mutation;
+    /// `json`/`yaml`: the AdmissionReview (one document per object), with
+    /// `patchOperations` and `patchedObject` beside `response` when the
+    /// module mutated the object.
+    #[arg(short, long, value_enum, default_value_t = RunOutput::Text)]
     pub output: RunOutput,
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -105,6 +111,7 @@ pub struct RunArgs {
 /// How `run` prints the response.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RunOutput {
+    Text,
     Json,
     Yaml,
 }
@@ -159,13 +166,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         if !response.allowed {
             denied += 1;
         }
-        let review = response.into_review();
+        let label_context = || format!("{}: {label}", module_path.display());
         match args.output {
+            RunOutput::Text => {
+                crate::show::write_text(&mut out, request, &response).with_context(label_context)?
+            }
             RunOutput::Json => {
+                let review =
+                    crate::show::review_document(request, response).with_context(label_context)?;
                 serde_json::to_writer_pretty(&mut out, &review)?;
                 writeln!(out)?;
             }
             RunOutput::Yaml => {
+                let review =
+                    crate::show::review_document(request, response).with_context(label_context)?;
                 writeln!(out, "---")?;
                 serde_yaml::to_writer(&mut out, &review)?;
             }
@@ -340,36 +354,16 @@ fn warn_if_not_routed(policy: &Policy, request: &Value, label: &str) {
     let Some(metadata) = &policy.metadata else {
         return;
     };
-    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_string();
-    let Some(resource) = request.get("resource").filter(|r| r.is_object()) else {
+    let Some(route) = Route::of(request) else {
         eprintln!(
             "olm-guard: note: {label}: the request has no `resource`, so whether policy-server would send it to {} cannot be checked",
             policy.name
         );
         return;
     };
-    let (group, version, plural) = (
-        text(resource, "group"),
-        text(resource, "version"),
-        text(resource, "resource"),
-    );
-    let (subresource, operation) = (text(request, "subResource"), text(request, "operation"));
-    let target = RequestTarget {
-        group: &group,
-        version: &version,
-        resource: &plural,
-        subresource: &subresource,
-        operation: &operation,
-    };
-    if !metadata.covers(&target) {
-        let resource = match (group.as_str(), subresource.as_str()) {
-            ("", "") => format!("{version}/{plural}"),
-            ("", sub) => format!("{version}/{plural}/{sub}"),
-            (g, "") => format!("{g}/{version}/{plural}"),
-            (g, sub) => format!("{g}/{version}/{plural}/{sub}"),
-        };
+    if !metadata.covers(&route.target()) {
         eprintln!(
-            "olm-guard: warning: {label}: policy-server would not send this request to {} ({operation} {resource} is not in its metadata rules); evaluating it anyway, as kwctl does",
+            "olm-guard: warning: {label}: policy-server would not send this request to {} ({route} is not in its metadata rules); evaluating it anyway, as kwctl does",
             policy.name
         );
     }

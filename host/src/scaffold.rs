@@ -43,6 +43,13 @@ pub fn scaffold(args: ScaffoldArgs) -> anyhow::Result<ExitCode> {
 }
 
 #[derive(Args)]
+#[command(after_help = "\
+Examples:
+  olm-guard scaffold artifacthub policies/catalog-union -o policies/catalog-union/artifacthub-pkg.yml
+  olm-guard scaffold artifacthub policies/* --dir artifacthub
+
+Exit codes: 0 written; 2 a metadata.yml or README.md is unreadable or
+incomplete, or --version differs from the version the metadata declares.")]
 pub struct ArtifacthubArgs {
     /// Policy directories (`policies/<name>/`, holding metadata.yml and
     /// README.md).

@@ -15,6 +15,13 @@ use olm_guard_evaluator::manifest::{self, ManifestKind, ManifestOptions};
 use olm_guard_runtime::Metadata;
 
 #[derive(Args)]
+#[command(after_help = "\
+Examples:
+  olm-guard scaffold manifest -t ClusterAdmissionPolicy --allow-context-aware dist/og-intersection.wasm
+  olm-guard scaffold manifest -t AdmissionPolicy -n team-a --settings-path settings.yaml catalog-union -o cs.yaml
+
+Exit codes: 0 written (review the warnings on stderr, as kwctl prints them);
+2 the module, its metadata or the settings cannot be read.")]
 pub struct ManifestArgs {
     /// ClusterAdmissionPolicy or AdmissionPolicy.
     #[arg(short = 't', long = "type", value_name = "TYPE", value_parser = parse_kind)]
@@ -46,6 +53,11 @@ pub struct ManifestArgs {
 }
 
 #[derive(Args)]
+#[command(after_help = "\
+Examples:
+  olm-guard scaffold policies dist/*.wasm -o policies.yml
+
+Exit codes: 0 written; 2 a module cannot be read.")]
 pub struct PoliciesArgs {
     /// Annotated modules (`.wasm`), or module names resolved as
     /// `dist/<name>.wasm`.

@@ -1,12 +1,16 @@
 //! `olm-guard test`: run scenario directories.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
 
+use olm_guard_evaluator::Policy;
 use olm_guard_evaluator::scenario::{self, PolicyStore};
+use olm_guard_evaluator::suite;
 use olm_guard_runtime::Runtime;
 
 use crate::common::{LimitArgs, display, one_line, policies_dir, truncate};
@@ -31,8 +35,14 @@ A directory with a request, settings or cluster file but no expect file
 fails the run; directories with no scenario in or below them are listed as
 skipped. The full format: HACKING.md, \"Scenario format\".
 
+A suite file (YAML or JSON, `kind: TestSuite`) lists cases instead: a module,
+settings, a bare object with operation and user (or a request), the cluster
+or a recorded session, and the expected result, pass | warn | fail | skip,
+with message, warnings and patched object. Format: docs/test-suites.md.
+
 Examples:
   olm-guard test testdata
+  olm-guard test examples/suites/catalog-union.yaml     # a suite file
   olm-guard test testdata/catalog-union -o json > results.json
   olm-guard test testdata -o junit > junit.xml           # for CI test reports
   olm-guard test testdata --run 'catalog-union/.*update' # only matching scenarios
@@ -42,8 +52,9 @@ Exit codes: 0 every scenario passed; 1 a scenario failed or a directory is an
 incomplete scenario; 2 no scenario was found or the run could not start (no
 modules, unreadable --replay-dir).")]
 pub struct TestArgs {
-    /// Directories to search for scenarios (directories with expect.json).
-    #[arg(required = true)]
+    /// Directories to search for scenarios (directories with an expect
+    /// file), or suite files (`kind: TestSuite`).
+    #[arg(required = true, value_name = "PATH")]
     pub dirs: Vec<PathBuf>,
     /// Where `<policy>.wasm` modules are; by default the `dist/` of the
     /// project the scenarios are in (the nearest directory above them that
@@ -63,6 +74,8 @@ pub struct TestArgs {
     pub limits: LimitArgs,
     #[command(flatten)]
     pub sessions: SessionDirArgs,
+    #[command(flatten)]
+    pub registry: crate::pull::RegistryArgs,
 }
 
 /// How `test` reports.
@@ -74,30 +87,89 @@ pub enum TestOutput {
 }
 
 pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
-    let mut found = scenario::discover_all(&args.dirs)?;
-    if let Some(pattern) = &args.run {
-        let matches = |dir: &PathBuf| pattern.is_match(&display(dir));
-        found.scenarios.retain(matches);
-        found.incomplete.retain(|(dir, _)| matches(dir));
-        if found.scenarios.is_empty() && found.incomplete.is_empty() {
-            anyhow::bail!("no scenario matches --run {pattern}");
-        }
+    let (suite_files, dirs): (Vec<PathBuf>, Vec<PathBuf>) = args
+        .dirs
+        .iter()
+        .cloned()
+        .partition(|p| suite::is_suite_file(p));
+    let suites = suite_files
+        .iter()
+        .map(|path| Ok((path.clone(), suite::load(path)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if !suites.is_empty()
+        && (args.sessions.record_dir.is_some() || args.sessions.replay_dir.is_some())
+    {
+        anyhow::bail!(
+            "--record-dir and --replay-dir apply to scenario directories; a suite case replays a session with `session: FILE`"
+        );
+    }
+    let mut found = if dirs.is_empty() {
+        scenario::Discovery::default()
+    } else {
+        scenario::discover_all(&dirs)?
+    };
+    let matches = |label: &PathBuf| {
+        args.run
+            .as_ref()
+            .is_none_or(|p| p.is_match(&display(label)))
+    };
+    found.scenarios.retain(matches);
+    found.incomplete.retain(|(dir, _)| matches(dir));
+    let cases: usize = suites
+        .iter()
+        .map(|(path, suite)| {
+            suite
+                .cases
+                .iter()
+                .filter(|c| matches(&suite::case_label(path, c)))
+                .count()
+        })
+        .sum();
+    if let Some(pattern) = &args.run
+        && found.scenarios.is_empty()
+        && found.incomplete.is_empty()
+        && cases == 0
+    {
+        anyhow::bail!("no scenario matches --run {pattern}");
     }
     for (dir, reason) in &found.skipped {
         eprintln!("olm-guard: skipped {}: {reason}", display(dir));
     }
-    if found.scenarios.is_empty() && found.incomplete.is_empty() {
-        anyhow::bail!("no scenarios (directories with expect.json) below the given directories");
+    if found.scenarios.is_empty() && found.incomplete.is_empty() && cases == 0 {
+        anyhow::bail!(
+            "no scenarios (directories with expect.json) below the given directories, and no suite cases"
+        );
     }
     let dist = dist_dir(&args)?;
     let sessions = args.sessions.sessions()?;
     let runtime = Runtime::new(args.limits.limits())?;
     let mut store = PolicyStore::new(&runtime, dist.clone()).with_metadata_dir(policies_dir(&dist));
-    let outcomes: Vec<scenario::Outcome> = found
+    let mut outcomes: Vec<scenario::Outcome> = found
         .scenarios
         .iter()
         .map(|dir| scenario::run_with(dir, &mut store, &sessions))
         .collect();
+    let mut by_path: HashMap<PathBuf, Arc<Policy>> = HashMap::new();
+    for (path, suite) in &suites {
+        let mut load = |module: &str, base: &Path| -> anyhow::Result<Arc<Policy>> {
+            if !module.contains("://") && !module.ends_with(".wasm") && !module.contains('/') {
+                return store.get(module);
+            }
+            let file = if module.contains("://") {
+                crate::pull::local_policy(Path::new(module), &args.registry)?
+            } else {
+                base.join(module)
+            };
+            if let Some(policy) = by_path.get(&file) {
+                return Ok(policy.clone());
+            }
+            let policy = Arc::new(Policy::load(&runtime, &file, None)?);
+            by_path.insert(file, policy.clone());
+            Ok(policy)
+        };
+        let selected = |label: &Path| matches(&label.to_path_buf());
+        outcomes.extend(suite::run(path, suite, &selected, &mut load));
+    }
     let failed = outcomes.iter().filter(|o| !o.passed()).count() + found.incomplete.len();
     let passed = outcomes.len() + found.incomplete.len() - failed;
     match args.output {

@@ -256,6 +256,8 @@ fn an_evaluated_request_prints_an_admission_review() {
     );
     let out = olm_guard(&[
         "run",
+        "-o",
+        "json",
         "--policy",
         module.to_str().unwrap(),
         "--request",

@@ -73,6 +73,7 @@ fn a_metadata_omission_fails_locally_and_closed() {
 
     let output = Command::new(env!("CARGO_BIN_EXE_olm-guard"))
         .arg("run")
+        .args(["-o", "json"])
         .arg("--policy")
         .arg(module("revision-uniqueness"))
         .arg("--metadata")

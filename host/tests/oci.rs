@@ -263,7 +263,13 @@ fn scenario_args(module: &str) -> Vec<String> {
 }
 
 fn run(home: &Path, policy: &str, extra: &[String], module: &str) -> serde_json::Value {
-    let mut args = vec!["run".to_string(), "--policy".into(), policy.into()];
+    let mut args = vec![
+        "run".to_string(),
+        "-o".into(),
+        "json".into(),
+        "--policy".into(),
+        policy.into(),
+    ];
     args.extend(extra.iter().cloned());
     args.extend(scenario_args(module));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

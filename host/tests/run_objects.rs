@@ -120,7 +120,7 @@ fn bare_objects_get_the_same_verdict_as_the_scenarios_review() {
             let policy = module(expect["policy"].as_str().unwrap())
                 .display()
                 .to_string();
-            let mut common = vec!["run".to_string(), policy];
+            let mut common = vec!["run".to_string(), "-o".into(), "json".into(), policy];
             for (file, flag) in [
                 ("settings.json", "--settings"),
                 ("cluster.yaml", "--cluster"),
@@ -234,7 +234,7 @@ fn a_manifest_from_stdin_with_several_documents_is_evaluated_per_object() {
     let stdin = format!("{CATALOG_SOURCE}---\n{BROKEN_CATALOG_SOURCE}");
     let out = olm_guard_in(
         &root(),
-        &["run", "catalog-union", "--object", "-"],
+        &["run", "-o", "json", "catalog-union", "--object", "-"],
         Some(&stdin),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -282,6 +282,8 @@ fn an_update_from_old_and_new_objects_is_judged_as_an_update() {
     );
     let out = olm_guard(&[
         "run",
+        "-o",
+        "json",
         "catalog-union",
         "--object",
         &new,
@@ -289,7 +291,7 @@ fn an_update_from_old_and_new_objects_is_judged_as_an_update() {
         &old,
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let create = olm_guard(&["run", "catalog-union", "--object", &new]);
+    let create = olm_guard(&["run", "-o", "json", "catalog-union", "--object", &new]);
     assert_eq!(reviews(&create)[0]["response"]["allowed"], false);
     let update = &reviews(&out)[0]["response"];
     assert_eq!(update["allowed"], true, "{update}");
@@ -301,7 +303,7 @@ fn request_files_are_recognised_by_their_request_key_and_json_errors_are_jsons()
     let dir = tempfile::tempdir().unwrap();
     let review = json!({"request": create_request(CATALOG_SOURCE)});
     let path = write(dir.path(), "review.json", &review.to_string());
-    let out = olm_guard(&["run", "catalog-union", "--request", &path]);
+    let out = olm_guard(&["run", "-o", "json", "catalog-union", "--request", &path]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(reviews(&out)[0]["response"]["allowed"], true);
 
@@ -310,14 +312,14 @@ fn request_files_are_recognised_by_their_request_key_and_json_errors_are_jsons()
         "cut.json",
         "{\n  \"request\": {\n    \"uid\": \n",
     );
-    let out = olm_guard(&["run", "catalog-union", "--request", &cut]);
+    let out = olm_guard(&["run", "-o", "json", "catalog-union", "--request", &cut]);
     let err = text(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("cut.json is not valid JSON"), "{err}");
     assert!(err.contains("line 4"), "the JSON parser's position: {err}");
 
     let object = write(dir.path(), "cs.yaml", CATALOG_SOURCE);
-    let out = olm_guard(&["run", "catalog-union", "--request", &object]);
+    let out = olm_guard(&["run", "-o", "json", "catalog-union", "--request", &object]);
     let err = text(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("this is a CatalogSource object"), "{err}");
@@ -332,6 +334,8 @@ fn type_errors_name_the_setting_and_the_request_field() {
     let settings = write(dir.path(), "settings.yaml", "allowLegacy: \"no\"\n");
     let out = olm_guard(&[
         "run",
+        "-o",
+        "json",
         "catalog-union",
         "--object",
         &object,
@@ -348,7 +352,7 @@ fn type_errors_name_the_setting_and_the_request_field() {
     let review = json!({"request": {"uid": 1234, "operation": "CREATE",
         "object": serde_yaml::from_str::<Value>(CATALOG_SOURCE).unwrap()}});
     let path = write(dir.path(), "review.json", &review.to_string());
-    let out = olm_guard(&["run", "catalog-union", "--request", &path]);
+    let out = olm_guard(&["run", "-o", "json", "catalog-union", "--request", &path]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let response = &reviews(&out)[0]["response"];
     assert_eq!(response["allowed"], false);
@@ -370,6 +374,8 @@ fn trace_shows_each_host_call_with_its_request_and_answer() {
         .expect("a revision-uniqueness scenario with a cluster");
     let out = olm_guard(&[
         "run",
+        "-o",
+        "json",
         "revision-uniqueness",
         "--request",
         scenario.join("request.json").to_str().unwrap(),
@@ -430,6 +436,8 @@ fn trace_is_printed_when_the_module_fails_and_the_deadline_names_its_flag() {
     let object = write(dir.path(), "cs.yaml", CATALOG_SOURCE);
     let out = olm_guard(&[
         "run",
+        "-o",
+        "json",
         module.to_str().unwrap(),
         "--object",
         &object,
@@ -459,7 +467,14 @@ fn a_request_the_module_would_never_be_sent_is_said_so_and_still_evaluated() {
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\n",
     );
-    let out = olm_guard(&["run", "catalog-union", "--object", &config_map]);
+    let out = olm_guard(&[
+        "run",
+        "-o",
+        "json",
+        "catalog-union",
+        "--object",
+        &config_map,
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert!(
@@ -469,7 +484,7 @@ fn a_request_the_module_would_never_be_sent_is_said_so_and_still_evaluated() {
     );
     assert_eq!(reviews(&out)[0]["response"]["allowed"], true);
     let cs = write(dir.path(), "cs.yaml", CATALOG_SOURCE);
-    let out = olm_guard(&["run", "catalog-union", "--object", &cs]);
+    let out = olm_guard(&["run", "-o", "json", "catalog-union", "--object", &cs]);
     assert!(
         !text(&out.stderr).contains("would not send"),
         "{}",
@@ -479,7 +494,7 @@ fn a_request_the_module_would_never_be_sent_is_said_so_and_still_evaluated() {
 
 #[test]
 fn a_module_name_that_is_not_in_dist_says_how_to_get_it() {
-    let out = olm_guard(&["run", "no-such-policy", "--object", "-"]);
+    let out = olm_guard(&["run", "-o", "json", "no-such-policy", "--object", "-"]);
     let err = text(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("no module \"no-such-policy\""), "{err}");
@@ -490,7 +505,16 @@ fn a_module_name_that_is_not_in_dist_says_how_to_get_it() {
 fn a_namespace_that_contradicts_the_object_is_refused() {
     let out = olm_guard_in(
         &root(),
-        &["run", "catalog-union", "--object", "-", "-n", "other"],
+        &[
+            "run",
+            "-o",
+            "json",
+            "catalog-union",
+            "--object",
+            "-",
+            "-n",
+            "other",
+        ],
         Some(CATALOG_SOURCE),
     );
     let err = text(&out.stderr);
@@ -600,7 +624,15 @@ fn test_runs_from_anywhere_and_fails_loud_on_broken_suites() {
 fn fail_on_deny_gates_a_pipeline_and_errors_are_told_apart() {
     let broken = olm_guard_in(
         &root(),
-        &["run", "catalog-union", "--object", "-", "--fail-on-deny"],
+        &[
+            "run",
+            "-o",
+            "json",
+            "catalog-union",
+            "--object",
+            "-",
+            "--fail-on-deny",
+        ],
         Some(BROKEN_CATALOG_SOURCE),
     );
     assert_eq!(broken.status.code(), Some(1), "{}", text(&broken.stderr));
@@ -611,18 +643,33 @@ fn fail_on_deny_gates_a_pipeline_and_errors_are_told_apart() {
     );
     let good = olm_guard_in(
         &root(),
-        &["run", "catalog-union", "--object", "-", "--fail-on-deny"],
+        &[
+            "run",
+            "-o",
+            "json",
+            "catalog-union",
+            "--object",
+            "-",
+            "--fail-on-deny",
+        ],
         Some(CATALOG_SOURCE),
     );
     assert_eq!(good.status.code(), Some(0), "{}", text(&good.stderr));
     // Without the flag a denial is an answer, not a failure.
     let answered = olm_guard_in(
         &root(),
-        &["run", "catalog-union", "--object", "-"],
+        &["run", "-o", "json", "catalog-union", "--object", "-"],
         Some(BROKEN_CATALOG_SOURCE),
     );
     assert_eq!(answered.status.code(), Some(0));
-    let error = olm_guard(&["run", "catalog-union", "--object", "/nonexistent.yaml"]);
+    let error = olm_guard(&[
+        "run",
+        "-o",
+        "json",
+        "catalog-union",
+        "--object",
+        "/nonexistent.yaml",
+    ]);
     assert_eq!(error.status.code(), Some(2), "{}", text(&error.stderr));
 }
 
@@ -634,7 +681,7 @@ fn what_the_evaluation_cannot_see_is_said() {
         "cos.yaml",
         "apiVersion: olm.operatorframework.io/v1\nkind: ClusterObjectSet\nmetadata: {name: a}\nspec: {group: g, revision: 1}\n",
     );
-    let out = olm_guard(&["run", "group-authorization", "--object", &cos]);
+    let out = olm_guard(&["run", "-o", "json", "group-authorization", "--object", &cos]);
     let err = text(&out.stderr);
     assert!(
         err.contains("no --cluster (or --replay) was given"),
@@ -646,6 +693,8 @@ fn what_the_evaluation_cannot_see_is_said() {
     );
     let out = olm_guard(&[
         "run",
+        "-o",
+        "json",
         "group-authorization",
         "--object",
         &cos,

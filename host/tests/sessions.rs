@@ -104,6 +104,8 @@ fn module() -> String {
 fn run_replay(session: &Path) -> Output {
     olm_guard(&[
         "run",
+        "-o",
+        "json",
         "--policy",
         &module(),
         "--request",
@@ -122,6 +124,8 @@ fn record(dir: &Path) -> PathBuf {
     let session = dir.join("session.yml");
     let plain = olm_guard(&[
         "run",
+        "-o",
+        "json",
         "--policy",
         &module(),
         "--request",
@@ -131,6 +135,8 @@ fn record(dir: &Path) -> PathBuf {
     ]);
     let recorded = olm_guard(&[
         "run",
+        "-o",
+        "json",
         "--policy",
         &module(),
         "--request",
@@ -159,6 +165,8 @@ fn run_replays_a_recorded_session_without_the_snapshot() {
     let scenario = escalate_scenario();
     let with_cluster = olm_guard(&[
         "run",
+        "-o",
+        "json",
         "--policy",
         &module(),
         "--request",
@@ -170,6 +178,8 @@ fn run_replays_a_recorded_session_without_the_snapshot() {
 
     let both = olm_guard(&[
         "run",
+        "-o",
+        "json",
         "--policy",
         &module(),
         "--request",

@@ -25,30 +25,54 @@ pub struct Workload {
 
 type Generator = fn() -> Workload;
 
-/// The built-in workloads by name, each generated only when asked for.
-const WORKLOADS: &[(&str, Generator)] = &[
-    ("cos-10k", || cluster_object_sets(10_000)),
-    ("rbac-5k", || aggregation_rbac(5_000, 5_000)),
-    ("og-2k", || operator_groups(2_000, 5_000)),
+/// The built-in workloads by name, with what each measures, each generated
+/// only when asked for.
+const WORKLOADS: &[(&str, &str, Generator)] = &[
+    (
+        "cos-10k",
+        "revision-uniqueness: a ClusterObjectSet CREATE against 10,000 stored ones",
+        || cluster_object_sets(10_000),
+    ),
+    (
+        "rbac-5k",
+        "aggregation-escalation: an aggregated ClusterRole CREATE, 5,000 roles + 5,000 bindings",
+        || aggregation_rbac(5_000, 5_000),
+    ),
+    (
+        "og-2k",
+        "og-intersection: an OperatorGroup CREATE among 2,000 groups over 5,000 namespaces",
+        || operator_groups(2_000, 5_000),
+    ),
 ];
 
 impl Workload {
     /// The names `olm-guard bench --workload` accepts (besides `all`).
     pub fn names() -> Vec<&'static str> {
-        WORKLOADS.iter().map(|(name, _)| *name).collect()
+        WORKLOADS.iter().map(|(name, _, _)| *name).collect()
+    }
+
+    /// Every workload's name and what it measures, without generating any.
+    pub fn catalog() -> Vec<(&'static str, &'static str)> {
+        WORKLOADS
+            .iter()
+            .map(|(name, about, _)| (*name, *about))
+            .collect()
     }
 
     /// Every workload, generated.
     pub fn all() -> Vec<Workload> {
-        WORKLOADS.iter().map(|(_, generate)| generate()).collect()
+        WORKLOADS
+            .iter()
+            .map(|(_, _, generate)| generate())
+            .collect()
     }
 
     /// The workload `name`, generated.
     pub fn by_name(name: &str) -> Option<Workload> {
         WORKLOADS
             .iter()
-            .find(|(known, _)| *known == name)
-            .map(|(_, generate)| generate())
+            .find(|(known, _, _)| *known == name)
+            .map(|(_, _, generate)| generate())
     }
 }
 

@@ -423,3 +423,64 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 }
+
+/// What the API server matches webhook rules against: a request's group,
+/// version, resource, subresource and operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// `request.resource.group` (`""` for the core group).
+    pub group: String,
+    /// `request.resource.version`.
+    pub version: String,
+    /// `request.resource.resource`, the plural.
+    pub resource: String,
+    /// `request.subResource`, `""` for the resource itself.
+    pub subresource: String,
+    /// `request.operation`.
+    pub operation: String,
+}
+
+impl Route {
+    /// The route of an AdmissionRequest; `None` when it has no `resource`
+    /// object (whether it would be sent cannot be told).
+    pub fn of(request: &Value) -> Option<Route> {
+        let text =
+            |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+        let resource = request.get("resource").filter(|r| r.is_object())?;
+        Some(Route {
+            group: text(resource, "group"),
+            version: text(resource, "version"),
+            resource: text(resource, "resource"),
+            subresource: text(request, "subResource"),
+            operation: text(request, "operation"),
+        })
+    }
+
+    /// The route as metadata rules are matched against it
+    /// ([`olm_guard_runtime::metadata::Metadata::covers`]).
+    pub fn target(&self) -> olm_guard_runtime::metadata::RequestTarget<'_> {
+        olm_guard_runtime::metadata::RequestTarget {
+            group: &self.group,
+            version: &self.version,
+            resource: &self.resource,
+            subresource: &self.subresource,
+            operation: &self.operation,
+        }
+    }
+}
+
+/// `CREATE operators.coreos.com/v1alpha1/catalogsources` (`v1/pods/status`
+/// for the core group and a subresource).
+impl std::fmt::Display for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ", self.operation)?;
+        if !self.group.is_empty() {
+            write!(f, "{}/", self.group)?;
+        }
+        write!(f, "{}/{}", self.version, self.resource)?;
+        if !self.subresource.is_empty() {
+            write!(f, "/{}", self.subresource)?;
+        }
+        Ok(())
+    }
+}

@@ -30,6 +30,7 @@ pub mod manifest;
 pub mod policy;
 pub mod scenario;
 pub mod session;
+pub mod suite;
 
 pub use host::{CallRecord, ClusterContext, ContextHost, Grants};
 pub use olm_guard_core::response::{AdmissionResponse, ValidationResponse};

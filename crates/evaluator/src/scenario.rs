@@ -397,7 +397,7 @@ fn verdict_word(response: &AdmissionResponse) -> &'static str {
     }
 }
 
-fn check(
+pub(crate) fn check(
     expect: &Expect,
     request: &Value,
     response: &AdmissionResponse,

@@ -1,0 +1,443 @@
+//! Test suites: one YAML (or JSON) file listing cases — a module, its
+//! settings, a request or a bare object with operation and user, the cluster
+//! snapshot or a recorded session, and the expected result — so a user
+//! tests their own settings without building scenario directories. The
+//! format is `docs/test-suites.md`; `olm-guard test suite.yaml` runs one.
+//!
+//! Results are named as `kyverno test` names them: `pass` (admitted, no
+//! warning), `warn` (admitted with a warning), `fail` (denied) and `skip`
+//! (the module's metadata rules do not cover the request, so policy-server
+//! would never send it).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use serde_json::Value;
+
+use olm_guard_core::decode;
+use olm_guard_snapshot::{LoadOptions, Snapshot};
+
+use crate::input::{self as admission, ObjectRequest, Requester, Route};
+use crate::policy::Policy;
+use crate::scenario::{self, Expect, Outcome};
+use crate::session::SessionReplay;
+
+/// The `kind` a suite file must declare, so a stray YAML file is not read as
+/// an empty suite.
+pub const SUITE_KIND: &str = "TestSuite";
+
+/// A suite file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Suite {
+    /// Always [`SUITE_KIND`].
+    pub kind: String,
+    /// What the suite is about (the JUnit suite name).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The module of every case that names none: a name in `--dist`, a
+    /// `.wasm` path (relative to the suite file) or `registry://…`.
+    #[serde(default)]
+    pub module: Option<String>,
+    /// Settings of every case that gives none: inline, or a file.
+    #[serde(default)]
+    pub settings: Option<Value>,
+    /// The cluster of every case that gives none: a snapshot file, or the
+    /// objects inline.
+    #[serde(default)]
+    pub cluster: Option<Value>,
+    /// The cases, run in order.
+    pub cases: Vec<Case>,
+}
+
+/// One case of a suite.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Case {
+    /// Unique within the suite; the case's label in reports.
+    pub name: String,
+    /// The module, overriding the suite's.
+    #[serde(default)]
+    pub module: Option<String>,
+    /// The settings, overriding the suite's: a mapping, or a file.
+    #[serde(default)]
+    pub settings: Option<Value>,
+    /// An AdmissionReview or AdmissionRequest (inline or a file), instead of
+    /// `object`/`oldObject`.
+    #[serde(default)]
+    pub request: Option<Value>,
+    /// The object as sent (inline or a file).
+    #[serde(default)]
+    pub object: Option<Value>,
+    /// The stored object, for an UPDATE or DELETE (inline or a file).
+    #[serde(default)]
+    pub old_object: Option<Value>,
+    /// CREATE, UPDATE, DELETE or CONNECT; by default UPDATE with
+    /// `oldObject`, DELETE with `oldObject` alone, else CREATE.
+    #[serde(default)]
+    pub operation: Option<String>,
+    /// The requester's user name.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// The requester's groups.
+    #[serde(default)]
+    pub groups: Vec<String>,
+    /// The namespace, for objects that name none.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The cluster, overriding the suite's: a snapshot file, or the objects
+    /// inline.
+    #[serde(default)]
+    pub cluster: Option<Value>,
+    /// A recorded host-capabilities session (kwctl's format) to answer the
+    /// module's host calls from, instead of a cluster.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// What the evaluation must give.
+    pub expect: CaseExpect,
+}
+
+/// A case's expected result.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CaseExpect {
+    /// `pass`, `warn`, `fail` or `skip`; absent only with `settingsError`.
+    #[serde(default)]
+    pub result: Option<CaseResult>,
+    /// A substring of the response's message.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// A regular expression the message must match.
+    #[serde(default)]
+    pub message_regex: Option<String>,
+    /// Substrings each found in some warning.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Whether the module patched the object.
+    #[serde(default)]
+    pub mutated: Option<bool>,
+    /// A subset of the patched object (mappings: subset; other values: equal).
+    #[serde(default)]
+    pub patched_object: Option<Value>,
+    /// The settings must be refused with a message containing this.
+    #[serde(default)]
+    pub settings_error: Option<String>,
+}
+
+/// The result of a case, as `kyverno test` names results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CaseResult {
+    /// Admitted with no warning.
+    Pass,
+    /// Admitted with at least one warning.
+    Warn,
+    /// Denied.
+    Fail,
+    /// Not sent to the module: its metadata rules do not cover the request.
+    Skip,
+}
+
+impl CaseResult {
+    fn word(self) -> &'static str {
+        match self {
+            CaseResult::Pass => "pass",
+            CaseResult::Warn => "warn",
+            CaseResult::Fail => "fail",
+            CaseResult::Skip => "skip",
+        }
+    }
+}
+
+/// Reads and checks a suite file: the kind, unique case names, and every
+/// field's type, named by its path (`cases[2].expect.result: unknown
+/// variant …`).
+pub fn load(path: &Path) -> anyhow::Result<Suite> {
+    let document = admission::read_document(path)?;
+    let suite: Suite = decode::from_value(&document)
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.under("suite")))?;
+    if suite.kind != SUITE_KIND {
+        bail!(
+            "{}: kind is {:?}: a suite file declares `kind: {SUITE_KIND}`",
+            path.display(),
+            suite.kind
+        );
+    }
+    let mut names = HashSet::new();
+    for (index, case) in suite.cases.iter().enumerate() {
+        if !names.insert(case.name.as_str()) {
+            bail!(
+                "{}: cases[{index}].name {:?} is used twice: give each case its own name",
+                path.display(),
+                case.name
+            );
+        }
+    }
+    Ok(suite)
+}
+
+/// Whether `path` is meant as a suite file rather than a scenario tree.
+pub fn is_suite_file(path: &Path) -> bool {
+    path.is_file()
+        && path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| ["yaml", "yml", "json"].contains(&e.to_ascii_lowercase().as_str()))
+}
+
+/// The label of a case in reports: `<suite file>#<case name>`.
+pub fn case_label(suite: &Path, case: &Case) -> PathBuf {
+    PathBuf::from(format!("{}#{}", suite.display(), case.name))
+}
+
+/// Loads the module a case names (a name, a path relative to the suite's
+/// directory, or a registry reference), compiled once per run.
+pub type ModuleLoader<'a> = dyn FnMut(&str, &Path) -> anyhow::Result<Arc<Policy>> + 'a;
+
+/// Runs the cases of the suite at `path` whose [`case_label`] `selected`
+/// accepts; every failure is in an outcome, never an `Err`.
+pub fn run(
+    path: &Path,
+    suite: &Suite,
+    selected: &dyn Fn(&Path) -> bool,
+    load_module: &mut ModuleLoader,
+) -> Vec<Outcome> {
+    let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    suite
+        .cases
+        .iter()
+        .enumerate()
+        .filter(|(_, case)| selected(&case_label(path, case)))
+        .map(|(index, case)| {
+            let mut outcome = Outcome {
+                dir: case_label(path, case),
+                policy: String::new(),
+                verdict: "error".into(),
+                message: String::new(),
+                failures: Vec::new(),
+                response: None,
+                patched_object: None,
+            };
+            if let Err(e) = evaluate(suite, case, &base, load_module, &mut outcome) {
+                outcome
+                    .failures
+                    .push(format!("cases[{index}] ({}): {e:#}", case.name));
+            }
+            outcome
+        })
+        .collect()
+}
+
+fn evaluate(
+    suite: &Suite,
+    case: &Case,
+    base: &Path,
+    load_module: &mut ModuleLoader,
+    outcome: &mut Outcome,
+) -> anyhow::Result<()> {
+    let expect = &case.expect;
+    if expect.result.is_none() && expect.settings_error.is_none() {
+        bail!("expect.result is missing: pass, warn, fail or skip");
+    }
+    if expect.result.is_some() && expect.settings_error.is_some() {
+        bail!(
+            "expect gives both result and settingsError: a case with refused settings has no result"
+        );
+    }
+    let module = case
+        .module
+        .as_deref()
+        .or(suite.module.as_deref())
+        .context("no module: set `module` on the case or on the suite")?;
+    let policy = load_module(module, base)?;
+    outcome.policy = policy.name.clone();
+
+    let settings = match case.settings.as_ref().or(suite.settings.as_ref()) {
+        Some(settings) => {
+            admission::settings_object(Some(inline_or_file(settings, base, "settings")?))?
+        }
+        None => admission::settings_object(None)?,
+    };
+    let settings_check = policy.validate_settings(&settings);
+    if let Some(expected) = &expect.settings_error {
+        match settings_check {
+            Ok(()) => outcome
+                .failures
+                .push("settings were accepted, expected a rejection".into()),
+            Err(e) => {
+                let text = e.to_string();
+                outcome.verdict = "settings refused".into();
+                outcome.message = text.clone();
+                if !text.contains(expected.as_str()) {
+                    outcome.failures.push(format!(
+                        "settings error {text:?} does not contain {expected:?}"
+                    ));
+                }
+            }
+        }
+        return Ok(());
+    }
+    settings_check?;
+
+    let request = request_of(case, base)?;
+    let result = expect.result.expect("checked above");
+    let covered = match (&policy.metadata, Route::of(&request)) {
+        (Some(metadata), Some(route)) => metadata.covers(&route.target()),
+        _ => true,
+    };
+    if !covered {
+        outcome.verdict = "skipped".into();
+        outcome.message = "not in the module's metadata rules".into();
+        if result != CaseResult::Skip {
+            outcome.failures.push(format!(
+                "expected {}, but policy-server would not send this request to {} (its metadata rules do not cover it)",
+                result.word(),
+                policy.name
+            ));
+        }
+        return Ok(());
+    }
+    if result == CaseResult::Skip {
+        outcome.failures.push(format!(
+            "expected skip, but {}'s metadata rules cover this request",
+            policy.name
+        ));
+    }
+
+    let evaluation = match &case.session {
+        Some(session) => {
+            if case.cluster.is_some() {
+                bail!("give either `cluster` or `session`, not both");
+            }
+            let path = base.join(session);
+            let replay = Arc::new(SessionReplay::load(&path)?);
+            let evaluation = policy.validate(&request, &settings, replay.clone())?;
+            outcome.failures.extend(replay.problems());
+            if replay.remaining() > 0 {
+                outcome.failures.push(format!(
+                    "{}: {} recorded exchange(s) not replayed: the module made fewer host calls than recorded",
+                    path.display(),
+                    replay.remaining()
+                ));
+            }
+            evaluation
+        }
+        None => {
+            let snapshot = match case.cluster.as_ref().or(suite.cluster.as_ref()) {
+                Some(cluster) => snapshot_of(cluster, base)?,
+                None => Snapshot::new(),
+            };
+            policy.validate(&request, &settings, Arc::new(snapshot))?
+        }
+    };
+    let response = evaluation.response;
+    let warnings = response.warnings.clone().unwrap_or_default();
+    let got = match (response.allowed, warnings.is_empty()) {
+        (false, _) => CaseResult::Fail,
+        (true, true) => CaseResult::Pass,
+        (true, false) => CaseResult::Warn,
+    };
+    outcome.verdict = got.word().into();
+    outcome.message = response.message().to_string();
+    if got != result && result != CaseResult::Skip {
+        outcome.failures.push(format!(
+            "expected {}, got {} (message {:?}, warnings {warnings:?})",
+            result.word(),
+            got.word(),
+            response.message()
+        ));
+    }
+    if let Some(pattern) = &expect.message_regex {
+        let regex = regex::Regex::new(pattern).context("expect.messageRegex")?;
+        if !regex.is_match(response.message()) {
+            outcome.failures.push(format!(
+                "message {:?} does not match /{pattern}/",
+                response.message()
+            ));
+        }
+    }
+    let checks = Expect {
+        policy: policy.name.clone(),
+        allowed: None,
+        message_contains: expect.message.clone(),
+        warnings_contain: expect.warnings.clone(),
+        no_warnings: false,
+        mutated: expect.mutated,
+        patched_object_contains: expect.patched_object.clone(),
+        settings_error_contains: None,
+        description: None,
+    };
+    scenario::check(&checks, &request, &response, &mut outcome.failures)?;
+    outcome.patched_object = response.patched_object(&request)?;
+    outcome.response = Some(response);
+    Ok(())
+}
+
+/// The case's AdmissionRequest: `request` as given, or built from `object`
+/// and `oldObject` as the API server would send it.
+fn request_of(case: &Case, base: &Path) -> anyhow::Result<Value> {
+    if let Some(request) = &case.request {
+        if case.object.is_some() || case.old_object.is_some() {
+            bail!("give either `request` or `object`/`oldObject`, not both");
+        }
+        return Ok(admission::admission_request(inline_or_file(
+            request, base, "request",
+        )?)?);
+    }
+    if case.object.is_none() && case.old_object.is_none() {
+        bail!("no input: give `object` (and `oldObject` for an UPDATE) or `request`");
+    }
+    let object = |value: &Option<Value>, field: &str| -> anyhow::Result<Option<Value>> {
+        value
+            .as_ref()
+            .map(|v| inline_or_file(v, base, field))
+            .transpose()
+    };
+    Ok(admission::request_for_object(ObjectRequest {
+        object: object(&case.object, "object")?,
+        old_object: object(&case.old_object, "oldObject")?,
+        operation: case.operation.clone(),
+        namespace: case.namespace.clone(),
+        user: Requester {
+            username: case.user.clone().unwrap_or_default(),
+            groups: case.groups.clone(),
+        },
+    })?)
+}
+
+/// A field given inline (a mapping) or as a file name relative to the
+/// suite's directory (a string).
+fn inline_or_file(value: &Value, base: &Path, field: &str) -> anyhow::Result<Value> {
+    match value {
+        Value::Object(_) => Ok(value.clone()),
+        Value::String(file) => Ok(admission::read_document(&base.join(file))?),
+        other => bail!(
+            "{field}: expected a mapping or a file name, got {}",
+            decode::json_type(other)
+        ),
+    }
+}
+
+/// A cluster given as a snapshot file (a string) or inline objects (a list).
+fn snapshot_of(cluster: &Value, base: &Path) -> anyhow::Result<Snapshot> {
+    match cluster {
+        Value::String(file) => {
+            let path = base.join(file);
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let mut snapshot = Snapshot::new();
+            snapshot.add_source(&path.display().to_string(), &text, LoadOptions::STRICT)?;
+            Ok(snapshot)
+        }
+        Value::Array(objects) => {
+            Ok(Snapshot::try_from_objects(objects.clone()).context("cluster")?)
+        }
+        other => bail!(
+            "cluster: expected a snapshot file name or a list of objects, got {}",
+            decode::json_type(other)
+        ),
+    }
+}
