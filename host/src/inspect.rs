@@ -61,7 +61,7 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     })?;
     match args.output {
         InspectOutput::Json => println!("{}", serde_json::to_string_pretty(&document)?),
-        InspectOutput::Yaml => print!("{}", serde_yaml::to_string(&document)?),
+        InspectOutput::Yaml => print!("{}", serde_yaml_ng::to_string(&document)?),
         InspectOutput::Text => {
             let metadata: Metadata = serde_json::from_value(document).with_context(|| {
                 format!("{}: the embedded metadata is not Kubewarden metadata; annotate the module again", args.module)

@@ -54,7 +54,7 @@ pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_writer_pretty(&mut out, &pushed)?;
             writeln!(out)?;
         }
-        PushFormat::Yaml => write!(out, "{}", serde_yaml::to_string(&pushed)?)?,
+        PushFormat::Yaml => write!(out, "{}", serde_yaml_ng::to_string(&pushed)?)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -181,7 +181,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 let review =
                     crate::show::review_document(request, response).with_context(label_context)?;
                 writeln!(out, "---")?;
-                serde_yaml::to_writer(&mut out, &review)?;
+                serde_yaml_ng::to_writer(&mut out, &review)?;
             }
         }
     }

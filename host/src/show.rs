@@ -92,8 +92,8 @@ pub fn write_text(
         writeln!(out, "  warning: {warning}")?;
     }
     if let Some(patched) = patched {
-        let before = serde_yaml::to_string(request.get("object").unwrap_or(&Value::Null))?;
-        let after = serde_yaml::to_string(&patched)?;
+        let before = serde_yaml_ng::to_string(request.get("object").unwrap_or(&Value::Null))?;
+        let after = serde_yaml_ng::to_string(&patched)?;
         let diff = similar::TextDiff::from_lines(&before, &after);
         let unified = diff
             .unified_diff()

@@ -123,7 +123,7 @@ fn packages_have_the_shape_artifact_hub_accepts() {
         .filter(|p| p.ends_with("artifacthub-pkg.yml"))
     {
         let text = std::fs::read_to_string(dir.path().join(path)).unwrap();
-        let pkg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        let pkg: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
         let field = |k: &str| {
             pkg[k]
                 .as_str()
@@ -179,12 +179,12 @@ fn packages_have_the_shape_artifact_hub_accepts() {
             Some(metadata.mutating.to_string().as_str())
         );
         let rules: Vec<olm_guard_runtime::metadata::Rule> =
-            serde_yaml::from_str(ann("kubewarden/rules").unwrap()).unwrap();
+            serde_yaml_ng::from_str(ann("kubewarden/rules").unwrap()).unwrap();
         assert_eq!(rules, metadata.rules, "{name}");
         match ann("kubewarden/contextAwareResources") {
             Some(car) => {
                 let car: Vec<olm_guard_runtime::metadata::ContextAwareResource> =
-                    serde_yaml::from_str(car).unwrap();
+                    serde_yaml_ng::from_str(car).unwrap();
                 assert_eq!(car, metadata.context_aware_resources, "{name}");
             }
             None => assert!(metadata.context_aware_resources.is_empty(), "{name}"),
@@ -197,8 +197,8 @@ fn packages_have_the_shape_artifact_hub_accepts() {
                 .map(String::as_str)
         );
         // Every setting of the rule is a question, with its default.
-        let questions: serde_yaml::Value =
-            serde_yaml::from_str(ann("kubewarden/questions-ui").unwrap()).unwrap();
+        let questions: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(ann("kubewarden/questions-ui").unwrap()).unwrap();
         let questions = questions["questions"].as_sequence().unwrap();
         let rule = RULES.iter().find(|r| r.name == name).unwrap();
         let defaults = rule.default_settings();
@@ -213,7 +213,7 @@ fn packages_have_the_shape_artifact_hub_accepts() {
                 .iter()
                 .find(|q| q["variable"].as_str() == Some(setting))
                 .unwrap_or_else(|| panic!("{name}: no question for {setting}"));
-            let shown: serde_json::Value = serde_yaml::from_value(q["default"].clone()).unwrap();
+            let shown: serde_json::Value = serde_yaml_ng::from_value(q["default"].clone()).unwrap();
             assert_eq!(&shown, default, "{name}.{setting}");
             assert!(
                 q["description"].as_str().is_some_and(|d| d.len() > 10),
@@ -221,8 +221,8 @@ fn packages_have_the_shape_artifact_hub_accepts() {
             );
         }
     }
-    let repo: serde_yaml::Value =
-        serde_yaml::from_slice(&generated[Path::new("artifacthub-repo.yml")]).unwrap();
+    let repo: serde_yaml_ng::Value =
+        serde_yaml_ng::from_slice(&generated[Path::new("artifacthub-repo.yml")]).unwrap();
     assert_eq!(repo["owners"][0]["email"], "olm-guard@example.com");
 }
 

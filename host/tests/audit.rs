@@ -359,7 +359,7 @@ fn crd_schema(file: &str, version: &str) -> Option<Value> {
         .map(|dir| dir.join("shared/realworld/crds/reports"))
         .find(|dir| dir.is_dir())?;
     let crd: Value =
-        serde_yaml::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
+        serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
     let version = crd["spec"]["versions"]
         .as_array()
         .unwrap()
@@ -409,7 +409,7 @@ fn reports(kind: &str, args: &[&str]) -> Vec<Value> {
     let output = audit(&all);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    serde_yaml::Deserializer::from_str(&text)
+    serde_yaml_ng::Deserializer::from_str(&text)
         .map(|document| Value::deserialize(document).unwrap())
         .collect()
 }

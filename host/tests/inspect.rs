@@ -97,7 +97,7 @@ fn json_and_yaml_are_the_embedded_document_itself() {
             serde_json::from_str(&stdout(&inspect(&path, "json"))).unwrap();
         assert_eq!(json, embedded, "{name}");
         let yaml: serde_json::Value =
-            serde_yaml::from_str(&stdout(&inspect(&path, "yaml"))).unwrap();
+            serde_yaml_ng::from_str(&stdout(&inspect(&path, "yaml"))).unwrap();
         assert_eq!(yaml, embedded, "{name}");
         let readme =
             std::fs::read_to_string(root().join("policies").join(name).join("README.md")).unwrap();

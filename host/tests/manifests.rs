@@ -88,7 +88,7 @@ fn deploy(file: &str) -> PathBuf {
 
 fn read_yaml(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The metadata embedded in a module of dist/.
@@ -235,7 +235,7 @@ fn a_scaffolded_admission_policy_matches_its_crd() {
             &module,
         ]);
         assert!(output.status.success(), "{name}: {}", stderr(&output));
-        let manifest: Value = serde_yaml::from_str(&stdout(&output)).unwrap();
+        let manifest: Value = serde_yaml_ng::from_str(&stdout(&output)).unwrap();
         assert_eq!(manifest["kind"], "AdmissionPolicy");
         assert_eq!(manifest["metadata"]["namespace"], "team-a");
         let found = violations(&schemas.namespaced, &manifest);
@@ -302,7 +302,7 @@ fn manifests_carry_each_modules_metadata() {
     for name in registry::names() {
         let manifest = read_yaml(&deploy(&format!("{name}.yaml")));
         let source: Value =
-            serde_yaml::from_str(registry::find(name).unwrap().metadata_yaml).unwrap();
+            serde_yaml_ng::from_str(registry::find(name).unwrap().metadata_yaml).unwrap();
         let embedded = serde_json::to_value(embedded_metadata(name)).unwrap();
         for metadata in [&source, &embedded] {
             assert_eq!(

@@ -66,10 +66,10 @@ fn a_metadata_omission_fails_locally_and_closed() {
     let dir = tempfile::tempdir().unwrap();
     let text =
         std::fs::read_to_string(root().join("policies/revision-uniqueness/metadata.yml")).unwrap();
-    let mut metadata: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    metadata["contextAwareResources"] = serde_yaml::Value::Sequence(vec![]);
+    let mut metadata: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    metadata["contextAwareResources"] = serde_yaml_ng::Value::Sequence(vec![]);
     let forgetful = dir.path().join("metadata.yml");
-    std::fs::write(&forgetful, serde_yaml::to_string(&metadata).unwrap()).unwrap();
+    std::fs::write(&forgetful, serde_yaml_ng::to_string(&metadata).unwrap()).unwrap();
 
     let output = Command::new(env!("CARGO_BIN_EXE_olm-guard"))
         .arg("run")

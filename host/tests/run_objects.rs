@@ -79,7 +79,7 @@ spec:
 /// The AdmissionRequest for a CREATE of the CatalogSource `manifest`,
 /// written out by hand (not by the code under test).
 fn create_request(manifest: &str) -> Value {
-    let object: Value = serde_yaml::from_str(manifest).unwrap();
+    let object: Value = serde_yaml_ng::from_str(manifest).unwrap();
     json!({"uid": "u", "operation": "CREATE",
         "kind": {"group": "operators.coreos.com", "version": "v1alpha1", "kind": "CatalogSource"},
         "resource": {"group": "operators.coreos.com", "version": "v1alpha1", "resource": "catalogsources"},
@@ -262,7 +262,7 @@ fn a_typed_list_as_kubectl_prints_it_is_unpacked() {
     let documents: Vec<Value> = text(&out.stdout)
         .split("---\n")
         .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_yaml::from_str(d).unwrap())
+        .map(|d| serde_yaml_ng::from_str(d).unwrap())
         .collect();
     assert_eq!(documents.len(), 2);
     assert_eq!(documents[0]["response"]["allowed"], true);
@@ -350,7 +350,7 @@ fn type_errors_name_the_setting_and_the_request_field() {
     );
 
     let review = json!({"request": {"uid": 1234, "operation": "CREATE",
-        "object": serde_yaml::from_str::<Value>(CATALOG_SOURCE).unwrap()}});
+        "object": serde_yaml_ng::from_str::<Value>(CATALOG_SOURCE).unwrap()}});
     let path = write(dir.path(), "review.json", &review.to_string());
     let out = olm_guard(&["run", "-o", "json", "catalog-union", "--request", &path]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -565,7 +565,7 @@ fn test_runs_from_anywhere_and_fails_loud_on_broken_suites() {
     write(
         &case,
         "request.yaml",
-        &serde_yaml::to_string(&request).unwrap(),
+        &serde_yaml_ng::to_string(&request).unwrap(),
     );
     std::fs::create_dir_all(suite.join("notes")).unwrap();
     write(&suite.join("notes"), "README.md", "not a scenario");

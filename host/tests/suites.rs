@@ -254,7 +254,7 @@ fn cases_read_inline_clusters_and_recorded_sessions() {
         &session.display().to_string(),
     ]);
     assert!(recorded.status.success(), "{}", text(&recorded.stderr));
-    let cluster: Vec<Value> = serde_yaml::Deserializer::from_str(
+    let cluster: Vec<Value> = serde_yaml_ng::Deserializer::from_str(
         &std::fs::read_to_string(scenario.join("cluster.yaml")).unwrap(),
     )
     .map(|doc| serde::Deserialize::deserialize(doc).unwrap())

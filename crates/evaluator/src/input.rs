@@ -34,7 +34,7 @@ pub enum InputError {
         path: PathBuf,
         /// The YAML parser's account (YAML is a superset of JSON).
         #[source]
-        source: serde_yaml::Error,
+        source: serde_yaml_ng::Error,
     },
     /// An AdmissionReview without a `request` object.
     #[error("the AdmissionReview has no request object")]
@@ -81,10 +81,10 @@ pub fn read_document(path: &Path) -> Result<Value, InputError> {
 }
 
 /// JSON, or else YAML.
-pub fn parse_document(text: &str) -> Result<Value, serde_yaml::Error> {
+pub fn parse_document(text: &str) -> Result<Value, serde_yaml_ng::Error> {
     match serde_json::from_str(text) {
         Ok(value) => Ok(value),
-        Err(_) => serde_yaml::from_str(text),
+        Err(_) => serde_yaml_ng::from_str(text),
     }
 }
 

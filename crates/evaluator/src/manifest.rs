@@ -62,7 +62,7 @@ pub enum ManifestError {
     UndeclaredCapabilities(String),
     /// The resource could not be written as YAML.
     #[error("cannot write the manifest as YAML")]
-    Yaml(#[source] serde_yaml::Error),
+    Yaml(#[source] serde_yaml_ng::Error),
 }
 
 /// The two policy resources `kwctl scaffold manifest --type` offers.
@@ -193,7 +193,7 @@ pub struct Scaffolded {
 impl PolicyManifest {
     /// The resource as YAML, as `kwctl scaffold manifest` prints it.
     pub fn to_yaml(&self) -> Result<String, ManifestError> {
-        serde_yaml::to_string(self).map_err(ManifestError::Yaml)
+        serde_yaml_ng::to_string(self).map_err(ManifestError::Yaml)
     }
 }
 
@@ -404,7 +404,7 @@ pub fn policy_server_entry(
 pub fn policies_yml(
     entries: &BTreeMap<String, PolicyServerEntry>,
 ) -> Result<String, ManifestError> {
-    serde_yaml::to_string(entries).map_err(ManifestError::Yaml)
+    serde_yaml_ng::to_string(entries).map_err(ManifestError::Yaml)
 }
 
 /// The policy name [`policy_server_entry`] and [`scaffold`] use by default.

@@ -22,7 +22,7 @@
 //!     payload: '{"apiVersion":"v1","kind":"Namespace",...}'
 //! ```
 //!
-//! `request` is a YAML *string* holding `serde_yaml::to_string` of
+//! `request` is a YAML *string* holding `serde_yaml_ng::to_string` of
 //! policy-evaluator's `CallbackRequestType` (`crates/policy-evaluator/src/
 //! callback_requests.rs`): the variant is a YAML tag, the fields are snake_case.
 //! `response` is `Success` with the JSON text the module received
@@ -84,7 +84,7 @@ pub enum SessionError {
         source_name: String,
         /// The YAML error.
         #[source]
-        source: serde_yaml::Error,
+        source: serde_yaml_ng::Error,
     },
     /// One exchange's `request` is not a callback request.
     #[error(
@@ -101,7 +101,7 @@ pub enum SessionError {
     },
     /// A session could not be turned into YAML.
     #[error("cannot write the session as YAML")]
-    Serialize(#[from] serde_yaml::Error),
+    Serialize(#[from] serde_yaml_ng::Error),
 }
 
 /// A Kubernetes request as policy-evaluator's `CallbackRequestType` names it
@@ -256,14 +256,14 @@ pub enum CallbackRequest {
 impl CallbackRequest {
     /// Parses a recorded `request` string.
     fn parse(text: &str) -> Result<CallbackRequest, String> {
-        let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
-        let serde_yaml::Value::Tagged(tagged) = &value else {
+        let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+        let serde_yaml_ng::Value::Tagged(tagged) = &value else {
             return Err("it has no `!Variant` tag".into());
         };
         let tag = tagged.tag.to_string();
         let tag = tag.trim_start_matches('!');
         if KUBERNETES_TAGS.contains(&tag) {
-            serde_yaml::from_value(value.clone())
+            serde_yaml_ng::from_value(value.clone())
                 .map(CallbackRequest::Kubernetes)
                 .map_err(|e| format!("!{tag}: {e}"))
         } else {
@@ -274,11 +274,11 @@ impl CallbackRequest {
         }
     }
 
-    /// The `request` string kwctl writes: `serde_yaml::to_string` of the
+    /// The `request` string kwctl writes: `serde_yaml_ng::to_string` of the
     /// tagged request.
-    fn to_yaml(&self) -> Result<String, serde_yaml::Error> {
+    fn to_yaml(&self) -> Result<String, serde_yaml_ng::Error> {
         match self {
-            CallbackRequest::Kubernetes(request) => serde_yaml::to_string(request),
+            CallbackRequest::Kubernetes(request) => serde_yaml_ng::to_string(request),
             CallbackRequest::Other { text, .. } => Ok(text.clone()),
         }
     }
@@ -354,7 +354,7 @@ impl Session {
     /// Parses a session's YAML text; `source_name` names it in errors.
     pub fn from_yaml(text: &str, source_name: &str) -> Result<Session, SessionError> {
         let stored: Vec<StoredExchange> =
-            serde_yaml::from_str(text).map_err(|source| SessionError::Format {
+            serde_yaml_ng::from_str(text).map_err(|source| SessionError::Format {
                 source_name: source_name.to_string(),
                 source,
             })?;
@@ -389,8 +389,8 @@ impl Session {
                     response: e.response.clone(),
                 })
             })
-            .collect::<Result<Vec<_>, serde_yaml::Error>>()?;
-        Ok(serde_yaml::to_string(&stored)?)
+            .collect::<Result<Vec<_>, serde_yaml_ng::Error>>()?;
+        Ok(serde_yaml_ng::to_string(&stored)?)
     }
 
     /// Reads a session file.

@@ -64,7 +64,7 @@ pub fn seeds(testdata: &Path, module: &str) -> anyhow::Result<Vec<Seed>> {
         let cluster_path = dir.join("cluster.yaml");
         if cluster_path.is_file() {
             let text = std::fs::read_to_string(&cluster_path)?;
-            for document in serde_yaml::Deserializer::from_str(&text) {
+            for document in serde_yaml_ng::Deserializer::from_str(&text) {
                 let value = Value::deserialize(document)?;
                 match value {
                     Value::Object(ref map) if map.contains_key("items") => {
@@ -465,7 +465,7 @@ pub fn write_finding(dir: &Path, finding: &Finding) -> anyhow::Result<()> {
         .map(|items| {
             items
                 .iter()
-                .filter_map(|o| serde_yaml::to_string(o).ok())
+                .filter_map(|o| serde_yaml_ng::to_string(o).ok())
                 .collect()
         })
         .unwrap_or_default();

@@ -17,7 +17,7 @@ fn items<T: DeserializeOwned>(file: &str) -> Vec<T> {
     }
     let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_yaml::from_str::<List<T>>(&text)
+    serde_yaml_ng::from_str::<List<T>>(&text)
         .unwrap_or_else(|e| panic!("{path}: {e}"))
         .items
 }

@@ -63,7 +63,7 @@ pub mod annotation {
 pub enum MetadataError {
     /// metadata.yml is not YAML of the metadata's shape.
     #[error("metadata is not valid Kubewarden metadata")]
-    Yaml(#[source] serde_yaml::Error),
+    Yaml(#[source] serde_yaml_ng::Error),
     /// The embedded section is not JSON of the metadata's shape.
     #[error("embedded metadata is not valid JSON")]
     Json(#[source] serde_json::Error),
@@ -192,9 +192,9 @@ impl Metadata {
     /// or mistyped top-level field is refused naming it, because kwctl would
     /// silently ignore it (a misspelt `hostCapabilities` grants everything).
     pub fn from_yaml(text: &str) -> Result<Metadata, MetadataError> {
-        let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(MetadataError::Yaml)?;
+        let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(MetadataError::Yaml)?;
         check::fields(&value)?;
-        let metadata: Metadata = serde_yaml::from_value(value).map_err(MetadataError::Yaml)?;
+        let metadata: Metadata = serde_yaml_ng::from_value(value).map_err(MetadataError::Yaml)?;
         metadata.check()?;
         Ok(metadata)
     }

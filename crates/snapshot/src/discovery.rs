@@ -245,7 +245,7 @@ impl ApiResources {
     /// ```
     pub fn from_yaml(text: &str) -> Result<ApiResources, DiscoveryError> {
         let entries: Option<Vec<ApiResource>> =
-            serde_yaml::from_str(text).map_err(|e| DiscoveryError {
+            serde_yaml_ng::from_str(text).map_err(|e| DiscoveryError {
                 line: e.location().map_or(0, |l| l.line()),
                 reason: format!("expected a list of {{apiVersion, kind, namespaced}} entries: {e}"),
             })?;

@@ -16,7 +16,7 @@ pub(crate) fn objects_from_yaml(
     text: &str,
 ) -> Vec<Result<(Location, Value), SnapshotError>> {
     let mut read = Vec::new();
-    for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+    for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let at = Location {
             source: source.to_string(),
             document: Some(index + 1),

@@ -64,7 +64,7 @@ pub fn write(
 ) -> anyhow::Result<()> {
     for report in reports(audit, findings, kind) {
         writeln!(out, "---")?;
-        out.write_all(serde_yaml::to_string(&report)?.as_bytes())?;
+        out.write_all(serde_yaml_ng::to_string(&report)?.as_bytes())?;
     }
     Ok(())
 }

@@ -32,7 +32,7 @@ fn cluster() -> Snapshot {
 }
 
 fn yaml(text: &str) -> Value {
-    serde_yaml::from_str(text).unwrap()
+    serde_yaml_ng::from_str(text).unwrap()
 }
 
 fn user(name: &str) -> UserInfo {

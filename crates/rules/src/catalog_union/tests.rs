@@ -1083,7 +1083,7 @@ fn migration_rewrites_image_and_keeps_the_other_fields() {
 #[test]
 fn migration_moves_grpc_pod_config_to_pod_spec_overrides() {
     let fixture: Value =
-        serde_yaml::from_str(include_str!("fixtures/grpc-pod-config-migration.yaml")).unwrap();
+        serde_yaml_ng::from_str(include_str!("fixtures/grpc-pod-config-migration.yaml")).unwrap();
     let verdict = check_with(fixture["spec"].clone(), &migrating());
     assert_eq!(migrated_spec(&verdict), fixture["migrated"]);
 }

@@ -923,7 +923,7 @@ fn thousands_of_groups_and_namespaces_reach_the_right_verdicts() {
 
 fn prometheus_csv(namespace: &str) -> Value {
     let mut csv: Value =
-        serde_yaml::from_str(include_str!("fixtures/prometheus_csv.yaml")).unwrap();
+        serde_yaml_ng::from_str(include_str!("fixtures/prometheus_csv.yaml")).unwrap();
     csv["metadata"]["namespace"] = json!(namespace);
     csv
 }

@@ -109,8 +109,8 @@ const CAPABILITIES: &[&str] = &[
 ];
 
 /// The shape of the YAML before it is typed: unknown or mistyped fields.
-pub(super) fn fields(value: &serde_yaml::Value) -> Result<(), MetadataError> {
-    use serde_yaml::Value;
+pub(super) fn fields(value: &serde_yaml_ng::Value) -> Result<(), MetadataError> {
+    use serde_yaml_ng::Value;
     let Value::Mapping(map) = value else {
         invalid!(
             "metadata.yml is not a mapping of fields; start from rules:, mutating: and annotations:"
@@ -177,11 +177,11 @@ pub(super) fn fields(value: &serde_yaml::Value) -> Result<(), MetadataError> {
     Ok(())
 }
 
-fn yaml_text(value: &serde_yaml::Value) -> String {
+fn yaml_text(value: &serde_yaml_ng::Value) -> String {
     if let Some(s) = value.as_str() {
         return format!("{s:?}");
     }
-    serde_yaml::to_string(value)
+    serde_yaml_ng::to_string(value)
         .map(|s| s.trim_end().to_string())
         .unwrap_or_default()
 }

@@ -39,7 +39,7 @@ annotations:
 /// VALID with `path` (a dotted path into the YAML; numbers index lists)
 /// set to `value` (YAML), or removed when `value` is `~~`.
 fn edited(path: &str, value: &str) -> String {
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(VALID).unwrap();
+    let mut doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(VALID).unwrap();
     let mut node = &mut doc;
     let parts: Vec<&str> = if let Some(key) = path.strip_prefix("annotations.") {
         vec!["annotations", key]
@@ -56,13 +56,13 @@ fn edited(path: &str, value: &str) -> String {
     if value == "~~" {
         node.as_mapping_mut().unwrap().remove(*last);
     } else {
-        let v: serde_yaml::Value = serde_yaml::from_str(value).unwrap();
+        let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(value).unwrap();
         match last.parse::<usize>() {
             Ok(i) => node[i] = v,
             Err(_) => node[*last] = v,
         }
     }
-    serde_yaml::to_string(&doc).unwrap()
+    serde_yaml_ng::to_string(&doc).unwrap()
 }
 
 fn refused(text: &str) -> String {
