@@ -94,7 +94,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         for (name, about) in Workload::catalog() {
             if wanted == "all" || wanted == name {
                 eprintln!(
-                    "bench: {name}: {about}; {} evaluations each way, module from {}",
+                    "bench: {name}: {about}; runs each way: {}; module from {}",
                     args.iterations,
                     args.dist.display()
                 );

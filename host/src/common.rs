@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 
 use olm_guard_evaluator::input as admission;
-use olm_guard_runtime::Limits;
+use olm_guard_runtime::{Limits, Runtime};
 use olm_guard_snapshot::{ApiResources, LoadOptions, Snapshot};
 
 #[derive(Args)]
@@ -18,9 +18,40 @@ pub struct LimitArgs {
     /// Execution deadline for one call, in milliseconds.
     #[arg(long, default_value_t = 2000)]
     pub timeout_ms: u64,
+    /// Compile every module afresh instead of reusing the compiled code kept
+    /// in the compile cache.
+    #[arg(long, env = "OLM_GUARD_NO_COMPILE_CACHE")]
+    pub no_compile_cache: bool,
+    /// Where compiled modules are kept, keyed by the module's bytes, the
+    /// engine's settings and wasmtime's version; default
+    /// `$XDG_CACHE_HOME/olm-guard/compiled` (else `~/.cache/olm-guard/compiled`).
+    #[arg(long, value_name = "DIR", env = "OLM_GUARD_COMPILE_CACHE_DIR")]
+    pub compile_cache_dir: Option<PathBuf>,
 }
 
 impl LimitArgs {
+    /// The runtime these flags ask for: the limits, and the compile cache
+    /// unless `--no-compile-cache`. A cache that cannot be used is a
+    /// warning, not an error: it only saves time.
+    pub(crate) fn runtime(&self) -> anyhow::Result<Runtime> {
+        let dir = match (&self.compile_cache_dir, self.no_compile_cache) {
+            (_, true) => None,
+            (Some(dir), false) => Some(dir.clone()),
+            (None, false) => olm_guard_oci::default_cache_dir()
+                .and_then(|modules| modules.parent().map(|base| base.join("compiled"))),
+        };
+        if let Some(dir) = dir {
+            match Runtime::with_compile_cache(self.limits(), &dir) {
+                Ok(runtime) => return Ok(runtime),
+                Err(e) => eprintln!(
+                    "olm-guard: warning: {:#}; compiling without it (--no-compile-cache silences this)",
+                    anyhow::Error::from(e)
+                ),
+            }
+        }
+        Ok(Runtime::new(self.limits())?)
+    }
+
     pub(crate) fn limits(&self) -> Limits {
         Limits {
             memory_bytes: self.memory_limit_mib << 20,

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use olm_guard_evaluator::input::{self as admission, ObjectRequest, Requester, Route};
 use olm_guard_evaluator::{CallRecord, Policy};
-use olm_guard_runtime::{CallError, Runtime};
+use olm_guard_runtime::CallError;
 use olm_guard_snapshot::Snapshot;
 
 use crate::common::{LimitArgs, SnapshotArgs, truncate};
@@ -133,7 +133,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             requests.len()
         );
     }
-    let runtime = Runtime::new(args.limits.limits())?;
+    let runtime = args.limits.runtime()?;
     let module = crate::pull::local_policy(&module_path, &args.registry)?;
     let policy = Policy::load(&runtime, &module, args.metadata.as_deref())?;
     if policy.metadata.is_none() {

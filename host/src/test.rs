@@ -11,7 +11,6 @@ use clap::Args;
 use olm_guard_evaluator::Policy;
 use olm_guard_evaluator::scenario::{self, PolicyStore};
 use olm_guard_evaluator::suite;
-use olm_guard_runtime::Runtime;
 
 use crate::common::{LimitArgs, display, one_line, policies_dir, truncate};
 use crate::session::SessionDirArgs;
@@ -63,6 +62,7 @@ pub struct TestArgs {
     pub dist: Option<PathBuf>,
     /// `text`: a verdict table; `json`: every scenario's full result
     /// (response and patched object included) as one JSON document;
+    /// `yaml`: the same document as YAML;
     /// `junit`: JUnit XML, a test case per scenario, for CI systems.
     #[arg(short, long, value_enum, default_value_t = TestOutput::Text)]
     pub output: TestOutput,
@@ -83,6 +83,7 @@ pub struct TestArgs {
 pub enum TestOutput {
     Text,
     Json,
+    Yaml,
     Junit,
 }
 
@@ -142,7 +143,7 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     }
     let dist = dist_dir(&args)?;
     let sessions = args.sessions.sessions()?;
-    let runtime = Runtime::new(args.limits.limits())?;
+    let runtime = args.limits.runtime()?;
     let mut store = PolicyStore::new(&runtime, dist.clone()).with_metadata_dir(policies_dir(&dist));
     let mut outcomes: Vec<scenario::Outcome> = found
         .scenarios
@@ -179,7 +180,7 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
                 println!("FAIL  {}  {reason}", display(dir));
             }
         }
-        TestOutput::Json => {
+        TestOutput::Json | TestOutput::Yaml => {
             let results: Vec<serde_json::Value> = outcomes.iter().map(outcome_json).collect();
             let pairs = |list: &[(PathBuf, String)]| -> Vec<serde_json::Value> {
                 list.iter()
@@ -193,7 +194,11 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
                 "passed": passed,
                 "failed": failed,
             });
-            println!("{}", serde_json::to_string_pretty(&document)?);
+            if args.output == TestOutput::Json {
+                println!("{}", serde_json::to_string_pretty(&document)?);
+            } else {
+                print!("{}", serde_yaml_ng::to_string(&document)?);
+            }
         }
         TestOutput::Junit => print!("{}", junit(&outcomes, &found.incomplete)),
     }
@@ -201,7 +206,7 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     let summary = format!("{passed} passed, {failed} failed");
     match args.output {
         TestOutput::Text => println!("{summary}"),
-        TestOutput::Json | TestOutput::Junit => eprintln!("{summary}"),
+        TestOutput::Json | TestOutput::Yaml | TestOutput::Junit => eprintln!("{summary}"),
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS

@@ -121,3 +121,37 @@ spec:
     assert!(text.contains("allowed, mutated"), "{text}");
     insta::assert_snapshot!("run-mutated", text);
 }
+
+/// `bench` says what it will run before the slow part, and warns that a
+/// debug build's figures mean nothing (these tests run the debug binary).
+#[test]
+fn bench_says_what_it_runs_and_warns_on_a_debug_build() {
+    let dist = dist().display().to_string();
+    let out = olm_guard(
+        &[
+            "bench",
+            "--workload",
+            "og-2k",
+            "--iterations",
+            "1",
+            "--dist",
+            &dist,
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: this is a debug build; its figures are not representative"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("bench: og-2k: og-intersection: an OperatorGroup CREATE among 2,000 groups over 5,000 namespaces; runs each way: 1"),
+        "{stderr}"
+    );
+    assert!(stdout(&out).contains("og-2k"), "{}", stdout(&out));
+}

@@ -136,7 +136,12 @@ cases:
             .as_array()
             .unwrap()
             .iter()
-            .find(|r| r["scenario"].as_str().unwrap().ends_with(&format!("#{name}")))
+            .find(|r| {
+                r["scenario"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("#{name}"))
+            })
             .unwrap_or_else(|| panic!("no result for {name}"));
         result["failures"].to_string()
     };
@@ -305,4 +310,26 @@ fn run_pattern_picks_cases_across_suites_and_scenarios() {
         "{stdout}"
     );
     assert!(!stdout.contains("no source"), "{stdout}");
+}
+
+#[test]
+fn the_report_is_yaml_too() {
+    let suite = root().join("examples/suites/scope-rbac.yaml");
+    let dist = dist().display().to_string();
+    let out = olm_guard(&[
+        "test",
+        &suite.display().to_string(),
+        "--dist",
+        &dist,
+        "-o",
+        "yaml",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["failed"], 0);
+    assert_eq!(
+        report["passed"].as_u64(),
+        Some(report["results"].as_array().unwrap().len() as u64)
+    );
+    assert!(text(&out.stderr).contains("passed, 0 failed"));
 }

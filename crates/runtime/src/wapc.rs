@@ -96,6 +96,15 @@ pub enum LoadError {
     /// The module's imports do not fit a waPC policy (WASI preview 1 + waPC).
     #[error("the module cannot be linked as a waPC policy")]
     Link(#[source] wasmtime::Error),
+    /// The compile cache directory cannot be used.
+    #[error("cannot use the compile cache in {}", dir.display())]
+    CompileCache {
+        /// The directory asked for.
+        dir: std::path::PathBuf,
+        /// wasmtime's account.
+        #[source]
+        source: wasmtime::Error,
+    },
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] until dropped. Shared by
@@ -137,11 +146,38 @@ pub struct Runtime {
 
 impl Runtime {
     /// An engine with epoch interruption on and optimised code, and its
-    /// ticker; `limits` apply to every module it loads.
+    /// ticker; `limits` apply to every module it loads. Every load compiles.
     pub fn new(limits: Limits) -> Result<Runtime, LoadError> {
+        Runtime::build(limits, None)
+    }
+
+    /// [`Runtime::new`], keeping compiled modules in `dir` across processes:
+    /// a one-shot `olm-guard run` then skips compilation (most of its time).
+    /// This is wasmtime's own compilation cache: an entry is keyed by a hash
+    /// of the module's bytes, the compiler's settings and wasmtime's version,
+    /// so a changed module, engine configuration or wasmtime never reads a
+    /// stale entry, and an unreadable entry is compiled again
+    /// (bytecodealliance/wasmtime, `crates/cache/src/lib.rs`,
+    /// `ModuleCacheEntry::get_data`). kwctl keeps precompiled policies for the
+    /// same reason.
+    pub fn with_compile_cache(limits: Limits, dir: &std::path::Path) -> Result<Runtime, LoadError> {
+        Runtime::build(limits, Some(dir))
+    }
+
+    fn build(limits: Limits, cache_dir: Option<&std::path::Path>) -> Result<Runtime, LoadError> {
         let mut config = Config::new();
         config.epoch_interruption(true);
         config.cranelift_opt_level(OptLevel::Speed);
+        if let Some(dir) = cache_dir {
+            let cache_error = |source| LoadError::CompileCache {
+                dir: dir.to_path_buf(),
+                source,
+            };
+            std::fs::create_dir_all(dir).map_err(|e| cache_error(e.into()))?;
+            let mut cache = wasmtime::CacheConfig::new();
+            cache.with_directory(dir);
+            config.cache(Some(wasmtime::Cache::new(cache).map_err(cache_error)?));
+        }
         let engine = Engine::new(&config).map_err(LoadError::Engine)?;
         let ticker = Arc::new(Ticker::start(&engine)?);
         Ok(Runtime {

@@ -25,8 +25,8 @@ use olm_guard_core::protocol::{
 use olm_guard_core::{Cluster, ContextError, ObjectMeta};
 use olm_guard_evaluator::input::guess_resource;
 use olm_guard_evaluator::{ClusterContext, Policy};
+use olm_guard_runtime::Runtime;
 use olm_guard_runtime::metadata::{Metadata, RequestTarget, annotation};
-use olm_guard_runtime::{Limits, Runtime};
 use olm_guard_snapshot::{ApiResources, LoadOptions, ObjectRef, Snapshot, SnapshotWarning};
 
 /// The policy name of results about the snapshot itself (an object that
@@ -626,9 +626,4 @@ impl Cluster for AnswerCache {
     fn can_i(&self, request: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
         self.snapshot.can_i(request)
     }
-}
-
-/// A runtime for the audit's limits.
-pub fn runtime(limits: Limits) -> anyhow::Result<Runtime> {
-    Ok(Runtime::new(limits)?)
 }

@@ -121,7 +121,7 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let settings = read_settings(&args.settings)?;
     let (snapshot, load_findings) =
         engine::load_snapshot(&args.cluster, args.api_resources.as_deref())?;
-    let runtime = engine::runtime(args.limits.limits())?;
+    let runtime = args.limits.runtime()?;
     let policies = engine::load_policies(
         &runtime,
         &args.policies,
