@@ -1,8 +1,9 @@
 //! `olm-guard bench`: modules against the same rules compiled natively.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
@@ -28,7 +29,8 @@ Workloads (generated in memory, the verdict checked):
   og-2k     og-intersection, 2,000 OperatorGroups over 5,000 namespaces
 
 Examples:
-  olm-guard bench                                # every workload, 20 runs each way
+  olm-guard bench                                # every workload, 20 runs each way,
+                                                 # and 10 one-shot `run` processes
   olm-guard bench --workload cos-10k --iterations 100
   olm-guard bench --policy dist/catalog-union.wasm --request review.json
 
@@ -55,6 +57,10 @@ pub struct BenchArgs {
     /// Evaluations each way.
     #[arg(long, default_value_t = 20)]
     pub iterations: usize,
+    /// Also time whole `olm-guard run` processes, without and with the
+    /// compile cache, this many each (0: skip); not with --policy.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub one_shot_runs: usize,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -81,15 +87,6 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         )?);
     } else {
         let wanted = args.workload.as_deref().unwrap_or("all");
-        let workloads: Vec<Workload> = match wanted {
-            "all" => Workload::all(),
-            name => vec![Workload::by_name(name).with_context(|| {
-                format!(
-                    "no workload {name:?} ({}, all)",
-                    Workload::names().join(", ")
-                )
-            })?],
-        };
         // Say what will run before the (seconds-long) generation starts.
         for (name, about) in Workload::catalog() {
             if wanted == "all" || wanted == name {
@@ -100,6 +97,15 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 );
             }
         }
+        let workloads: Vec<Workload> = match wanted {
+            "all" => Workload::all(),
+            name => vec![Workload::by_name(name).with_context(|| {
+                format!(
+                    "no workload {name:?} ({}, all)",
+                    Workload::names().join(", ")
+                )
+            })?],
+        };
         let mut store = PolicyStore::new(&runtime, args.dist.clone())
             .with_metadata_dir(policies_dir(&args.dist));
         for workload in workloads {
@@ -131,5 +137,76 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         "(each evaluation: fresh wasm instance + host calls answered from the snapshot, vs the same rule native; {} runs each)",
         args.iterations
     );
+    if args.policy.is_none() && args.one_shot_runs > 0 {
+        one_shot(&args.dist, args.one_shot_runs)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The CatalogSource a one-shot run evaluates.
+const ONE_SHOT_OBJECT: &str = "apiVersion: operators.coreos.com/v1alpha1
+kind: CatalogSource
+metadata: {name: operatorhubio-catalog, namespace: olm}
+spec: {sourceType: grpc, image: quay.io/operatorhubio/catalog:latest}
+";
+
+/// Whole-process time of `olm-guard run catalog-union --object cs.yaml`, as
+/// a user or a CI step runs it: compiling the module every time, and with
+/// the compile cache warm (this binary, `runs` processes each, medians).
+fn one_shot(dist: &Path, runs: usize) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("cannot find this binary to run it")?;
+    let scratch = std::env::temp_dir().join(format!("olm-guard-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let object = scratch.join("cs.yaml");
+    std::fs::write(&object, ONE_SHOT_OBJECT)?;
+    let module = dist.join("catalog-union.wasm");
+    let cache = scratch.join("compiled");
+    let time = |cache_flags: &[&std::ffi::OsStr]| -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let status = std::process::Command::new(&exe)
+            .arg("run")
+            .arg(&module)
+            .arg("--object")
+            .arg(&object)
+            .args(cache_flags)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()?;
+        anyhow::ensure!(
+            status.success(),
+            "olm-guard run {} failed",
+            module.display()
+        );
+        Ok(started.elapsed())
+    };
+    let median = |flags: &[&std::ffi::OsStr]| -> anyhow::Result<Duration> {
+        let mut times = (0..runs)
+            .map(|_| time(flags))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        times.sort();
+        Ok(times[times.len() / 2])
+    };
+    let cold = median(&["--no-compile-cache".as_ref()])?;
+    let warm_flags = ["--compile-cache-dir".as_ref(), cache.as_os_str()];
+    time(&warm_flags)?; // fills the cache
+    let warm = median(&warm_flags)?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    println!();
+    println!(
+        "one-shot `olm-guard run catalog-union --object cs.yaml`, whole process, median of {runs}:"
+    );
+    println!(
+        "  compiling the module every time (--no-compile-cache)  {:>8.1} ms",
+        ms(cold)
+    );
+    println!(
+        "  compile cache warm                                     {:>8.1} ms  ({:.3}x)",
+        ms(warm),
+        warm.as_secs_f64() / cold.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
 }
