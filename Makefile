@@ -65,9 +65,11 @@ sessions: dist
 test: fmt-check lint dist unit sessions
 	$(CARGO) test -p olm-guard-conformance -- --nocapture
 
-# Modules vs the same rules compiled natively, on the large built-in inputs.
+# Modules vs the same rules compiled natively, on the large built-in inputs;
+# one-shot runs with and without the compile cache; every context-aware module
+# at 10..10,000 objects, as a table and docs/performance-scale.png.
 bench: dist
-	$(CARGO) run --release -p olm-guard-host -- bench --workload all
+	$(CARGO) run --release -p olm-guard-host -- bench --workload all --scale --plot docs/performance-scale.png
 
 # deploy/: a ClusterAdmissionPolicy per module and policies.yml for a bare
 # policy-server, generated from the modules' metadata (a test checks drift).

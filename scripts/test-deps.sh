@@ -5,7 +5,9 @@
 #   (https://github.com/distribution/distribution), which the OCI tests
 #   (crates/oci/tests, host/tests/oci.rs) start on loopback;
 # - chromium: the headless browser that renders the audit's HTML page and
-#   keeps a screenshot (host/tests/audit.rs).
+#   keeps a screenshot (host/tests/audit.rs);
+# - fonts-dejavu-core: the font `olm-guard bench --scale --plot` labels its
+#   PNG with (host/src/bench_scale.rs).
 #
 # Installed when missing and we are root; otherwise the tests that need them
 # skip with a message naming this script.
@@ -15,6 +17,7 @@ missing=""
 command -v docker-registry >/dev/null 2>&1 || [ -x /usr/bin/docker-registry ] ||
   missing="$missing docker-registry"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing="$missing fonts-dejavu-core"
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

@@ -32,6 +32,7 @@ Examples:
   olm-guard bench                                # every workload, 20 runs each way,
                                                  # and 10 one-shot `run` processes
   olm-guard bench --workload cos-10k --iterations 100
+  olm-guard bench --scale --plot scale.png          # every context-aware module at 10..10,000 objects
   olm-guard bench --policy dist/catalog-union.wasm --request review.json
 
 Exit codes: 0 measured; 2 a module is missing, a workload's verdict was not
@@ -57,6 +58,13 @@ pub struct BenchArgs {
     /// Evaluations each way.
     #[arg(long, default_value_t = 20)]
     pub iterations: usize,
+    /// Also measure every context-aware module at 10, 100, 1,000 and 10,000
+    /// objects, wasm and native (a table; see --plot).
+    #[arg(long)]
+    pub scale: bool,
+    /// With --scale, draw the series as a log-log PNG here.
+    #[arg(long, value_name = "FILE", requires = "scale")]
+    pub plot: Option<PathBuf>,
     /// Also time whole `olm-guard run` processes, without and with the
     /// compile cache, this many each (0: skip); not with --policy.
     #[arg(long, default_value_t = 10, value_name = "N")]
@@ -139,6 +147,19 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     );
     if args.policy.is_none() && args.one_shot_runs > 0 {
         one_shot(&args.dist, args.one_shot_runs)?;
+    }
+    if args.scale {
+        let mut store = PolicyStore::new(&runtime, args.dist.clone())
+            .with_metadata_dir(policies_dir(&args.dist));
+        let reports = crate::bench_scale::measure_all(&mut store)?;
+        let machine = crate::bench_scale::machine();
+        println!();
+        println!("scale series ({machine}):");
+        crate::bench_scale::print_table(&reports);
+        if let Some(path) = &args.plot {
+            crate::bench_scale::plot(&reports, path, &machine)?;
+            eprintln!("bench: wrote {}", path.display());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@
 mod annotate;
 mod audit;
 mod bench;
+mod bench_scale;
 mod common;
 mod inspect;
 mod pull;

@@ -1,8 +1,10 @@
 //! olm-guard's benchmarks, kept out of the libraries users link: the large
-//! built-in [`workloads`] and [`measure`], which times a module against the
-//! same rule compiled natively (through [`olm_guard_rules::registry`]).
+//! built-in [`workloads`], their [`scale`] series, and [`measure`], which
+//! times a module against the same rule compiled natively (through
+//! [`olm_guard_rules::registry`]).
 
 pub mod measure;
+pub mod scale;
 pub mod workloads;
 
 pub use measure::{Report, Samples, measure};

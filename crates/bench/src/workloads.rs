@@ -118,11 +118,15 @@ pub fn cluster_object_sets(n: usize) -> Workload {
             })
         })
         .collect();
+    // Revision 6 of a group that holds five (ext-1234 from 6,175 objects
+    // up, as the 10k workload has always used; else the last full group),
+    // so every size gives the same verdict.
+    let group = format!("ext-{}", (n / 5).saturating_sub(1).min(1234));
     let new = json!({
         "apiVersion": "olm.operatorframework.io/v1",
         "kind": "ClusterObjectSet",
-        "metadata": {"name": "ext-1234-6"},
-        "spec": {"group": "ext-1234", "lifecycleState": "Active", "collisionProtection": "Prevent"},
+        "metadata": {"name": format!("{group}-6")},
+        "spec": {"group": group, "lifecycleState": "Active", "collisionProtection": "Prevent"},
     });
     Workload {
         name: "cos-10k",
