@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::nullable;
+use serde_with::DefaultOnNull;
 
 /// The operation of an admission request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -28,16 +27,20 @@ pub enum Operation {
 }
 
 /// `group`, `version`, `kind` of an object (the core group is `""`).
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupVersionKind {
     /// The API group; `""` for the core group.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub group: String,
     /// The API version.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub version: String,
     /// The kind.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub kind: String,
 }
 
@@ -49,33 +52,42 @@ impl GroupVersionKind {
 }
 
 /// `group`, `version`, `resource` an object is served as.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupVersionResource {
     /// The API group; `""` for the core group.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub group: String,
     /// The API version.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub version: String,
     /// The resource (plural, lower case).
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub resource: String,
 }
 
 /// Who sent the request, as the API server authenticated them.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UserInfo {
     /// The user name (`system:serviceaccount:ns:name` for service accounts).
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub username: String,
     /// The user's or the request's UID.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub uid: String,
     /// The groups the user is in.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub groups: Vec<String>,
     /// Extra attributes from the authenticator.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub extra: BTreeMap<String, Vec<String>>,
 }
 
@@ -96,17 +108,21 @@ impl UserInfo {
 }
 
 /// An `admission.k8s.io/v1` AdmissionRequest.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdmissionRequest {
     /// The user's or the request's UID.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub uid: String,
     /// The kind of `object`.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub kind: GroupVersionKind,
     /// The resource being written.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub resource: GroupVersionResource,
     /// The subresource (e.g. `status`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,16 +137,20 @@ pub struct AdmissionRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_sub_resource: Option<String>,
     /// The object's name (empty on a CREATE with `generateName`).
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub name: String,
     /// The object's namespace; empty for cluster-scoped objects.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub namespace: String,
     /// CREATE, UPDATE, DELETE or CONNECT.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub operation: Operation,
     /// The requester.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub user_info: UserInfo,
     /// The object being written (`null` on DELETE).
     #[serde(default, skip_serializing_if = "Value::is_null")]

@@ -8,6 +8,7 @@
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde_with::DefaultOnNull;
 
 use crate::UserInfo;
 use crate::protocol::{
@@ -154,13 +155,12 @@ pub trait Cluster {
     fn can_i(&self, request: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError>;
 }
 
+#[serde_with::serde_as]
 #[derive(Deserialize)]
 #[serde(bound = "T: DeserializeOwned")]
 struct ListOf<T> {
-    #[serde(
-        default = "Vec::new",
-        deserialize_with = "crate::nullable::deserialize"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default = "Vec::new")]
     items: Vec<T>,
 }
 

@@ -3,6 +3,11 @@
 //! Everything here compiles natively and to `wasm32-wasip1`: policies use it
 //! inside their modules, the host uses the same types to answer the module's
 //! host calls, so the wire format is defined exactly once.
+//!
+//! Kubernetes treats `key: null` like an absent key. serde's
+//! `#[serde(default)]` only covers the absent case, so lenient fields also
+//! carry serde_with's `#[serde_as(as = "DefaultOnNull")]` (with
+//! `#[serde_with::serde_as]` on the struct): `null` becomes the default.
 
 // Input is untrusted JSON: rules and the code they call answer with a
 // verdict, never a panic. Tests may unwrap.
@@ -21,7 +26,6 @@ pub mod context;
 pub mod decode;
 pub mod evaluate;
 pub mod meta;
-pub mod nullable;
 pub mod protocol;
 #[cfg(feature = "response")]
 pub mod response;

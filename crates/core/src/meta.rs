@@ -1,40 +1,50 @@
 //! The parts of `metadata` the policies read. Lenient on purpose: a policy
 //! must give a message, not a parse error, for odd but legal objects.
+//! Kubernetes treats `key: null` like an absent key, so every field is
+//! `DefaultOnNull` as well as `default`.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::nullable;
+use serde_with::DefaultOnNull;
 
 /// The `metadata` of any object, as far as the rules read it.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
     /// `metadata.name`.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub name: String,
     /// `metadata.generateName`.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub generate_name: String,
     /// `metadata.namespace`; empty for cluster-scoped objects.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub namespace: String,
     /// `metadata.uid`.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub uid: String,
     /// `metadata.labels`.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub labels: BTreeMap<String, String>,
     /// `metadata.annotations`.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub annotations: BTreeMap<String, String>,
     /// `metadata.ownerReferences`, unread.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub owner_references: Vec<Value>,
     /// `metadata.finalizers`.
-    #[serde(default, deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(default)]
     pub finalizers: Vec<String>,
 }
 

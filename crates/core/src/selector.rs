@@ -14,8 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use serde_with::DefaultOnNull;
 
-use crate::{ObjectMeta, nullable};
+use crate::ObjectMeta;
 
 /// A selector the API server would refuse; the text says which key or term
 /// and why.
@@ -25,40 +26,36 @@ pub struct SelectorError(pub String);
 
 /// `metav1.LabelSelector`, as written in objects. Evaluate it through
 /// [`Selector::from_label_selector`].
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct LabelSelector {
     /// `key: value` pairs that must all be present (each is an `In` of one
     /// value).
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub match_labels: BTreeMap<String, String>,
     /// Requirements that must all hold.
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
 /// `metav1.LabelSelectorRequirement`: one entry of `matchExpressions`.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct LabelSelectorRequirement {
     /// The label key the requirement is about.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub key: String,
     /// `In`, `NotIn`, `Exists` or `DoesNotExist`; anything else is refused
     /// by [`Selector::from_label_selector`].
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub operator: String,
     /// The values of `In`/`NotIn`; empty for `Exists`/`DoesNotExist`.
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<String>,
 }
 

@@ -8,9 +8,10 @@
 //! `spec.group` is olm-guard's addition, absent from operator-controller's
 //! CRD, so nothing but its value tells us what a client meant.
 
-use olm_guard_core::{ObjectMeta, nullable};
+use olm_guard_core::ObjectMeta;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use serde_with::DefaultOnNull;
 
 /// API group of the kind.
 pub const GROUP: &str = "olm.operatorframework.io";
@@ -32,14 +33,15 @@ pub const MANAGE_VERB: &str = "manage";
 pub const OWNER_NAME_LABEL: &str = "olm.operatorframework.io/owner-name";
 
 /// The parts of a ClusterObjectSet the policies read.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ClusterObjectSet {
     /// The object's metadata (name, owner-name label).
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub metadata: ObjectMeta,
     /// The parts of `spec` the policies read.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub spec: ClusterObjectSetSpec,
 }
 

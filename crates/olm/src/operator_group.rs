@@ -24,11 +24,12 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
+use olm_guard_core::ObjectMeta;
 use olm_guard_core::selector::{LabelSelector, Selector};
-use olm_guard_core::{ObjectMeta, nullable};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_with::DefaultOnNull;
 
 /// The annotation OLM keeps the union of a group's member CSVs' APIs in.
 pub const PROVIDED_APIS_ANNOTATION: &str = "olm.providedAPIs";
@@ -293,20 +294,22 @@ pub fn target_set(namespaces: &[String], own_namespace: &str) -> NamespaceSet {
 
 /// `operators.coreos.com/v1` OperatorGroup, the fields OLM's intersection
 /// logic reads.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OperatorGroup {
     /// The group's metadata; the `olm.providedAPIs` annotation lives here.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub metadata: ObjectMeta,
     /// How the group chooses its target namespaces.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub spec: OperatorGroupSpec,
     /// What OLM last wrote; `None` before OLM synced the group.
     pub status: Option<OperatorGroupStatus>,
 }
 
 /// `spec` of an OperatorGroup.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OperatorGroupSpec {
@@ -314,14 +317,12 @@ pub struct OperatorGroupSpec {
     /// is empty.
     pub selector: Option<LabelSelector>,
     /// Targets these namespaces; wins over `selector`.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub target_namespaces: Vec<String>,
     /// Whether OLM leaves the `olm.providedAPIs` annotation as the user
     /// wrote it instead of computing it.
-    #[serde(
-        rename = "staticProvidedAPIs",
-        deserialize_with = "nullable::deserialize"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(rename = "staticProvidedAPIs")]
     pub static_provided_apis: bool,
 }
 
@@ -451,11 +452,12 @@ fn dedup(names: &[String]) -> Vec<String> {
 }
 
 /// A `v1` Namespace: only its name and labels matter here.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct Namespace {
     /// The namespace's name and labels.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub metadata: ObjectMeta,
 }
 
@@ -578,101 +580,104 @@ pub fn reconcile_api_intersection(
 
 /// `operators.coreos.com/v1alpha1` ClusterServiceVersion: what decides
 /// its provided APIs and whether it is a copy.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ClusterServiceVersion {
     /// The CSV's metadata; copies carry OLM's annotation and label.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub metadata: ObjectMeta,
     /// The owned and required APIs.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub spec: CsvSpec,
     /// `status.reason`, which marks copies.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub status: CsvStatus,
 }
 
 /// `spec` of a ClusterServiceVersion: its API descriptions.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CsvSpec {
     /// `spec.customresourcedefinitions`: CRD-backed APIs.
-    #[serde(
-        rename = "customresourcedefinitions",
-        deserialize_with = "nullable::deserialize"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(rename = "customresourcedefinitions")]
     pub custom_resource_definitions: CrdDescriptions,
     /// `spec.apiservicedefinitions`: APIService-backed APIs.
-    #[serde(
-        rename = "apiservicedefinitions",
-        deserialize_with = "nullable::deserialize"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(rename = "apiservicedefinitions")]
     pub api_service_definitions: ApiServiceDescriptions,
 }
 
 /// The CRD-backed APIs a CSV owns and requires.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CrdDescriptions {
     /// APIs the operator provides.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub owned: Vec<CrdDescription>,
     /// APIs the operator needs from others.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub required: Vec<CrdDescription>,
 }
 
 /// One CRD-backed API of a CSV.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CrdDescription {
     /// `<plural>.<group>`, the CRD's name.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub name: String,
     /// The API version served.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub version: String,
     /// The kind.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub kind: String,
 }
 
 /// The APIService-backed APIs a CSV owns and requires.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ApiServiceDescriptions {
     /// APIs the operator provides.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub owned: Vec<ApiServiceDescription>,
     /// APIs the operator needs from others.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub required: Vec<ApiServiceDescription>,
 }
 
 /// One APIService-backed API of a CSV.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ApiServiceDescription {
     /// The APIService's name.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub name: String,
     /// The API group.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub group: String,
     /// The API version.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub version: String,
     /// The kind.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub kind: String,
 }
 
 /// `status` of a ClusterServiceVersion, as far as copies are concerned.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CsvStatus {
     /// `Copied` on the copies OLM makes in target namespaces.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub reason: String,
 }
 

@@ -10,11 +10,12 @@
 //! own `operators.io.operator-framework` and OLM's `operators.coreos.com`,
 //! both at `v1alpha1`.
 
-use olm_guard_core::{ObjectMeta, nullable};
+use olm_guard_core::ObjectMeta;
 use olm_guard_rbac::{PolicyRule, Subject};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_with::DefaultOnNull;
 
 /// The API group oria's CRDs use.
 pub const ORIA_GROUP: &str = "operators.io.operator-framework";
@@ -37,39 +38,42 @@ pub fn api_version(group: &str) -> String {
 
 /// A ScopeTemplate: the ClusterRoles an operator needs, to be bound by
 /// ScopeInstances.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ScopeTemplate {
     /// The template's metadata; ScopeInstances name it by `name`.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub metadata: ObjectMeta,
     /// The ClusterRoles.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub spec: ScopeTemplateSpec,
 }
 
 /// `spec` of a ScopeTemplate.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ScopeTemplateSpec {
     /// The ClusterRoles oria creates, each with the subjects to bind.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub cluster_roles: Vec<ClusterRoleTemplate>,
 }
 
 /// One `spec.clusterRoles[]` entry: a ClusterRole oria creates and the
 /// subjects a ScopeInstance binds to it.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ClusterRoleTemplate {
     /// Despite its name, the literal name of the ClusterRole oria creates.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub generate_name: String,
     /// The ClusterRole's rules.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub rules: Vec<PolicyRule>,
     /// Who a ScopeInstance binds the ClusterRole to.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub subjects: Vec<Subject>,
 }
 
@@ -83,26 +87,28 @@ impl ClusterRoleTemplate {
 
 /// A ScopeInstance: binds a ScopeTemplate's ClusterRoles in namespaces (or
 /// cluster-wide).
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ScopeInstance {
     /// The instance's metadata.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub metadata: ObjectMeta,
     /// The template and namespaces.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub spec: ScopeInstanceSpec,
 }
 
 /// `spec` of a ScopeInstance.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ScopeInstanceSpec {
     /// The ScopeTemplate whose ClusterRoles are bound.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub scope_template_name: String,
     /// Empty means cluster-wide: oria creates a ClusterRoleBinding.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub namespaces: Vec<String>,
 }
 

@@ -6,10 +6,11 @@
 //! optional lists omitted), so these types can be handed to the host too.
 
 use olm_guard_core::selector::LabelSelector;
-use olm_guard_core::{ObjectMeta, decode, nullable};
+use olm_guard_core::{ObjectMeta, decode};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_with::DefaultOnNull;
 
 /// Reads an RBAC object from JSON. The error names the offending field
 /// (`rules[1].verbs: invalid type: string "get", expected a sequence`), so a
@@ -19,62 +20,56 @@ pub fn from_json<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
 }
 
 /// One rule of a Role or ClusterRole.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct PolicyRule {
     /// The verbs allowed (`get`, `list`, ...), or `*` for all.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub verbs: Vec<String>,
     /// The API groups of `resources` (`""` is the core group), or `*`.
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub api_groups: Vec<String>,
     /// The resources (`pods`), subresources (`pods/log`, `*/scale`), or `*`.
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<String>,
     /// The object names the rule is restricted to; empty for all.
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resource_names: Vec<String>,
     /// Non-resource URLs (`/healthz`, `/api/*`); only in ClusterRoles, and
     /// only without `resources`.
-    #[serde(
-        rename = "nonResourceURLs",
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(rename = "nonResourceURLs", skip_serializing_if = "Vec::is_empty")]
     pub non_resource_urls: Vec<String>,
 }
 
 /// A ClusterRole's `aggregationRule`: the controller sets the role's rules to
 /// the union of the rules of the ClusterRoles its selectors match.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AggregationRule {
     /// Label selectors over ClusterRoles; a role matched by any of them is
     /// aggregated.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub cluster_role_selectors: Vec<LabelSelector>,
 }
 
 /// A ClusterRole: rules that hold in every namespace when bound by a
 /// ClusterRoleBinding, or in one namespace when bound by a RoleBinding.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ClusterRole {
     /// The role's metadata; `labels` are what aggregation selects on.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub metadata: ObjectMeta,
     /// The rules granted (for an aggregated role, as the controller last
     /// wrote them).
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub rules: Vec<PolicyRule>,
     /// Present on aggregated roles; see [`ClusterRole::has_aggregation_rule`].
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -93,71 +88,71 @@ impl ClusterRole {
 }
 
 /// A Role: rules that hold in its own namespace.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Role {
     /// The role's metadata; `namespace` is where its rules hold.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub metadata: ObjectMeta,
     /// The rules granted.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub rules: Vec<PolicyRule>,
 }
 
 /// A subject of a binding. `kind` is `User`, `Group` or `ServiceAccount`.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Subject {
     /// `User`, `Group` or `ServiceAccount`; any other kind matches nobody.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub kind: String,
     /// The user, group or ServiceAccount name.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub name: String,
     /// The ServiceAccount's namespace; defaults to the binding's.
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
     /// `rbac.authorization.k8s.io` for users and groups, `""` for
     /// ServiceAccounts; not checked.
-    #[serde(
-        deserialize_with = "nullable::deserialize",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde_as(as = "DefaultOnNull")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_group: String,
 }
 
 /// The role a binding grants.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RoleRef {
     /// Always `rbac.authorization.k8s.io`; not checked.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub api_group: String,
     /// `ClusterRole` or `Role` (a Role only in a RoleBinding, from its own
     /// namespace).
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub kind: String,
     /// The role's name.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub name: String,
 }
 
 /// A RoleBinding or a ClusterRoleBinding: the two have the same shape, and a
 /// ClusterRoleBinding simply has no namespace.
+#[serde_with::serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RoleBinding {
     /// The binding's metadata; `namespace` is empty for a ClusterRoleBinding.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub metadata: ObjectMeta,
     /// Who is granted the role.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub subjects: Vec<Subject>,
     /// The role granted.
-    #[serde(deserialize_with = "nullable::deserialize")]
+    #[serde_as(as = "DefaultOnNull")]
     pub role_ref: RoleRef,
 }
 
