@@ -225,6 +225,20 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// An outcome labelled `dir` that nothing has been recorded in yet: an
+    /// `error` verdict until the evaluation says otherwise.
+    pub fn pending(dir: PathBuf) -> Outcome {
+        Outcome {
+            dir,
+            policy: String::new(),
+            verdict: "error".into(),
+            message: String::new(),
+            failures: Vec::new(),
+            response: None,
+            patched_object: None,
+        }
+    }
+
     /// No expectation failed.
     pub fn passed(&self) -> bool {
         self.failures.is_empty()
@@ -263,15 +277,7 @@ pub fn run(dir: &Path, store: &mut PolicyStore) -> Outcome {
 
 /// [`run`], answering host calls as `sessions` says.
 pub fn run_with(dir: &Path, store: &mut PolicyStore, sessions: &Sessions) -> Outcome {
-    let mut outcome = Outcome {
-        dir: dir.to_path_buf(),
-        policy: String::new(),
-        verdict: "error".into(),
-        message: String::new(),
-        failures: Vec::new(),
-        response: None,
-        patched_object: None,
-    };
+    let mut outcome = Outcome::pending(dir.to_path_buf());
     if let Err(e) = evaluate(dir, store, sessions, &mut outcome) {
         outcome.failures.push(format!("{e:#}"));
     }
@@ -295,26 +301,14 @@ fn evaluate(
         None => None,
     })?;
 
-    let settings_check = policy.validate_settings(&settings);
-    if let Some(expected) = &expect.settings_error_contains {
-        match settings_check {
-            Ok(()) => outcome
-                .failures
-                .push("settings were accepted, expected a rejection".into()),
-            Err(e) => {
-                let text = e.to_string();
-                outcome.verdict = "settings refused".into();
-                outcome.message = text.clone();
-                if !text.contains(expected.as_str()) {
-                    outcome.failures.push(format!(
-                        "settings error {text:?} does not contain {expected:?}"
-                    ));
-                }
-            }
-        }
+    if check_settings(
+        &policy,
+        &settings,
+        expect.settings_error_contains.as_deref(),
+        outcome,
+    )? {
         return Ok(());
     }
-    settings_check?;
 
     let request_path = input_file(dir, "request")?
         .with_context(|| format!("{}: no request.json or request.yaml", dir.display()))?;
@@ -387,6 +381,39 @@ fn validate_in_context(
             evaluation
         }
     })
+}
+
+/// Runs `validate_settings`. With `expected_error`, the settings must be
+/// refused with a message containing it: the outcome records the refusal
+/// (or its absence) and `true` says the case ends there. Without it, a
+/// refusal is the case's error.
+pub(crate) fn check_settings(
+    policy: &Policy,
+    settings: &Value,
+    expected_error: Option<&str>,
+    outcome: &mut Outcome,
+) -> anyhow::Result<bool> {
+    let settings_check = policy.validate_settings(settings);
+    let Some(expected) = expected_error else {
+        settings_check?;
+        return Ok(false);
+    };
+    match settings_check {
+        Ok(()) => outcome
+            .failures
+            .push("settings were accepted, expected a rejection".into()),
+        Err(e) => {
+            let text = e.to_string();
+            outcome.verdict = "settings refused".into();
+            outcome.message = text.clone();
+            if !text.contains(expected) {
+                outcome.failures.push(format!(
+                    "settings error {text:?} does not contain {expected:?}"
+                ));
+            }
+        }
+    }
+    Ok(true)
 }
 
 fn verdict_word(response: &AdmissionResponse) -> &'static str {

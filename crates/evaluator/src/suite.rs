@@ -212,15 +212,7 @@ pub fn run(
         .enumerate()
         .filter(|(_, case)| selected(&case_label(path, case)))
         .map(|(index, case)| {
-            let mut outcome = Outcome {
-                dir: case_label(path, case),
-                policy: String::new(),
-                verdict: "error".into(),
-                message: String::new(),
-                failures: Vec::new(),
-                response: None,
-                patched_object: None,
-            };
+            let mut outcome = Outcome::pending(case_label(path, case));
             if let Err(e) = evaluate(suite, case, &base, load_module, &mut outcome) {
                 outcome
                     .failures
@@ -261,26 +253,14 @@ fn evaluate(
         }
         None => admission::settings_object(None)?,
     };
-    let settings_check = policy.validate_settings(&settings);
-    if let Some(expected) = &expect.settings_error {
-        match settings_check {
-            Ok(()) => outcome
-                .failures
-                .push("settings were accepted, expected a rejection".into()),
-            Err(e) => {
-                let text = e.to_string();
-                outcome.verdict = "settings refused".into();
-                outcome.message = text.clone();
-                if !text.contains(expected.as_str()) {
-                    outcome.failures.push(format!(
-                        "settings error {text:?} does not contain {expected:?}"
-                    ));
-                }
-            }
-        }
+    if scenario::check_settings(
+        &policy,
+        &settings,
+        expect.settings_error.as_deref(),
+        outcome,
+    )? {
         return Ok(());
     }
-    settings_check?;
 
     let request = request_of(case, base)?;
     let result = expect.result.expect("checked above");
