@@ -136,7 +136,12 @@ cases:
             .as_array()
             .unwrap()
             .iter()
-            .find(|r| r["scenario"].as_str().unwrap().ends_with(&format!("#{name}")))
+            .find(|r| {
+                r["scenario"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("#{name}"))
+            })
             .unwrap_or_else(|| panic!("no result for {name}"));
         result["failures"].to_string()
     };

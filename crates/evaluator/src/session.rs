@@ -256,7 +256,8 @@ pub enum CallbackRequest {
 impl CallbackRequest {
     /// Parses a recorded `request` string.
     fn parse(text: &str) -> Result<CallbackRequest, String> {
-        let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+        let value: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
         let serde_yaml_ng::Value::Tagged(tagged) = &value else {
             return Err("it has no `!Variant` tag".into());
         };

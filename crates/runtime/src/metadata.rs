@@ -192,7 +192,8 @@ impl Metadata {
     /// or mistyped top-level field is refused naming it, because kwctl would
     /// silently ignore it (a misspelt `hostCapabilities` grants everything).
     pub fn from_yaml(text: &str) -> Result<Metadata, MetadataError> {
-        let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(MetadataError::Yaml)?;
+        let value: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(text).map_err(MetadataError::Yaml)?;
         check::fields(&value)?;
         let metadata: Metadata = serde_yaml_ng::from_value(value).map_err(MetadataError::Yaml)?;
         metadata.check()?;
