@@ -22,6 +22,7 @@ pub mod decode;
 pub mod evaluate;
 pub mod meta;
 pub mod nullable;
+pub mod object_request;
 pub mod protocol;
 #[cfg(feature = "response")]
 pub mod response;
