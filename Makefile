@@ -95,3 +95,10 @@ fuzz: dist
 clean:
 	rm -rf dist
 	$(CARGO) clean
+
+# The browser playground (playground/, issue 19) in dist/playground/: the rules
+# compiled to wasm32-unknown-unknown with wasm-bindgen, and the page. Serve it
+# with `olm-guard playground`.
+.PHONY: playground
+playground:
+	scripts/build-playground.sh

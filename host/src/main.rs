@@ -9,6 +9,7 @@ mod bench;
 mod bench_scale;
 mod common;
 mod inspect;
+mod playground;
 mod pull;
 mod push;
 mod run;
@@ -68,6 +69,8 @@ enum Command {
     /// Audit a cluster snapshot: what the policies would reject today, as a
     /// table, JSON, an HTML page or policy reports.
     Audit(audit::AuditArgs),
+    /// Serve the browser playground (`make playground`) on 127.0.0.1.
+    Playground(playground::PlaygroundArgs),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::Push(args) => push::push(args),
         Command::Pull(args) => pull::pull(args),
         Command::Audit(args) => audit::audit(args),
+        Command::Playground(args) => playground::playground(args),
     };
     match result {
         Ok(code) => code,

@@ -45,6 +45,7 @@ const COMMANDS: &[&[&str]] = &[
     &["scaffold", "manifest"],
     &["scaffold", "policies"],
     &["scaffold", "artifacthub"],
+    &["playground"],
 ];
 
 #[test]

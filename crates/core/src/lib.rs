@@ -26,6 +26,7 @@ pub mod context;
 pub mod decode;
 pub mod evaluate;
 pub mod meta;
+pub mod object_request;
 pub mod protocol;
 #[cfg(feature = "response")]
 pub mod response;

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Builds the browser playground (playground/, issue 19) into dist/playground/:
+# the olm-guard-playground crate for wasm32-unknown-unknown, its wasm-bindgen
+# glue (`--target web`: an ES module, no bundler), and the page in
+# playground/www/. Serve it with `olm-guard playground`.
+#
+# The same two routes as scripts/build-wasm.sh, for another target:
+# Route 1: the rustup target wasm32-unknown-unknown when it is installed.
+# Route 2: otherwise Debian's rustc-web + rust-web-src, building std for
+#          wasm32-unknown-unknown ourselves (-Zbuild-std) and linking with
+#          wasm-ld (no libc: this target has none). `rustup target add`
+#          needs the network to rustup's servers, which some machines do not
+#          have.
+#
+# wasm-bindgen-cli must be exactly the version of the wasm-bindgen crate in
+# Cargo.lock (its glue and the crate's custom sections are versioned
+# together); it is installed from crates.io into target/tools when missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TARGET=wasm32-unknown-unknown
+CRATE=olm-guard-playground
+OUT=dist/playground
+TOOLS=${OLM_GUARD_TOOLS:-target/tools}
+CARGO_TARGET=${CARGO_TARGET_DIR:-target}
+WASM="$CARGO_TARGET/$TARGET/wasm/${CRATE//-/_}.wasm"
+
+# The wasm-bindgen version Cargo.lock resolves (`name = "wasm-bindgen"`
+# followed by its `version = "..."` line).
+BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)
+if [ -z "$BINDGEN_VERSION" ]; then
+  echo "build-playground: no wasm-bindgen in Cargo.lock" >&2
+  exit 1
+fi
+
+have_rustup_target() {
+  command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx "$TARGET"
+}
+
+ensure_debian_route() {
+  local pkgs=(rustc-web cargo-web rust-web-src lld-19)
+  local missing=()
+  for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "build-playground: installing ${missing[*]} (Debian route for $TARGET)" >&2
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "build-playground: need root to apt-get install ${missing[*]}, or 'rustup target add $TARGET'" >&2
+      exit 1
+    fi
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+  fi
+}
+
+ensure_bindgen() {
+  local bin="$TOOLS/bin/wasm-bindgen"
+  if [ -x "$bin" ] && [ "$("$bin" --version 2>/dev/null)" = "wasm-bindgen $BINDGEN_VERSION" ]; then
+    return
+  fi
+  echo "build-playground: installing wasm-bindgen-cli $BINDGEN_VERSION into $TOOLS" >&2
+  # --locked first (the versions wasm-bindgen released with); a registry
+  # mirror that lacks one of those (seen: webpki-roots 1.0.11) makes that
+  # unresolvable, and then the newest compatible versions are taken.
+  if ! cargo install wasm-bindgen-cli --version "$BINDGEN_VERSION" --locked --root "$TOOLS" >&2; then
+    echo "build-playground: --locked failed; installing with the newest compatible dependencies" >&2
+    cargo install wasm-bindgen-cli --version "$BINDGEN_VERSION" --root "$TOOLS" >&2
+  fi
+}
+
+if have_rustup_target; then
+  echo "build-playground: rustup target $TARGET" >&2
+  cargo build --profile wasm --target "$TARGET" -p "$CRATE"
+else
+  ensure_debian_route
+  echo "build-playground: Debian rustc $(/usr/bin/rustc --version | cut -d' ' -f2) with -Zbuild-std for $TARGET" >&2
+  RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc \
+  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=/usr/lib/llvm-19/bin/wasm-ld \
+    /usr/bin/cargo build --profile wasm --target "$TARGET" \
+      -Zbuild-std=std,panic_abort -p "$CRATE"
+fi
+[ -f "$WASM" ] || { echo "build-playground: $WASM was not produced" >&2; exit 1; }
+
+ensure_bindgen
+rm -rf "$OUT"
+mkdir -p "$OUT"
+"$TOOLS/bin/wasm-bindgen" --target web --no-typescript --out-dir "$OUT" --out-name olm_guard_playground "$WASM"
+glue_wasm="$OUT/olm_guard_playground_bg.wasm"
+# No wasm-opt here, unlike build-wasm.sh: Debian bookworm's binaryen (108)
+# rewrites wasm-bindgen's externref table so that the glue's
+# `table.set(0, undefined)` throws at start-up (seen in Node 20;
+# Chromium not tried). The profile's opt-level "s" and LTO already apply.
+cp playground/www/* "$OUT/"
+echo "build-playground: $OUT ($(stat -c %s "$glue_wasm") bytes of wasm); serve it with 'olm-guard playground'" >&2
