@@ -60,9 +60,12 @@ sessions: dist
 	$(HOST) test testdata --record-dir $(SESSIONS)
 	$(HOST) test testdata --replay-dir $(SESSIONS)
 
-# Everything: fmt, clippy, every module built, unit and integration tests, every
-# scenario recorded and replayed, and Kubewarden's own waPC host on every scenario.
-test: fmt-check lint dist unit sessions
+# Everything: fmt, clippy, every module built, the playground built, unit and
+# integration tests (the playground's in headless Chromium among them, required
+# here rather than skipped), every scenario recorded and replayed, and
+# Kubewarden's own waPC host on every scenario.
+test: export OLM_GUARD_REQUIRE_BROWSER := 1
+test: fmt-check lint dist playground unit sessions
 	$(CARGO) test -p olm-guard-conformance -- --nocapture
 
 # Modules vs the same rules compiled natively, on the large built-in inputs;
@@ -98,7 +101,8 @@ clean:
 
 # The browser playground (playground/, issue 19) in dist/playground/: the rules
 # compiled to wasm32-unknown-unknown with wasm-bindgen, and the page. Serve it
-# with `olm-guard playground`.
+# with `olm-guard playground`; host/tests/playground_browser.rs drives it in
+# headless Chromium.
 .PHONY: playground
 playground:
 	scripts/build-playground.sh

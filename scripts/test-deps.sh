@@ -6,6 +6,8 @@
 #   (crates/oci/tests, host/tests/oci.rs) start on loopback;
 # - chromium: the headless browser that renders the audit's HTML page and
 #   keeps a screenshot (host/tests/audit.rs);
+# - chromium-driver: ChromeDriver, through which the playground's browser test
+#   drives that Chromium over WebDriver (host/tests/playground_browser.rs);
 # - fonts-dejavu-core: the font `olm-guard bench --scale --plot` labels its
 #   PNG with (host/src/bench_scale.rs).
 #
@@ -17,6 +19,7 @@ missing=""
 command -v docker-registry >/dev/null 2>&1 || [ -x /usr/bin/docker-registry ] ||
   missing="$missing docker-registry"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing="$missing fonts-dejavu-core"
 [ -z "$missing" ] && exit 0
 
