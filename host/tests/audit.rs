@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 mod common;
-use common::{dist, root};
+use common::{dist, on_path, root};
 
 fn snapshot() -> String {
     "examples/audit/cluster.yaml".into()
@@ -703,18 +703,7 @@ fn settings_reach_the_module() {
 
 /// Debian's `chromium`, where `scripts/test-deps.sh` installs it.
 fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .flat_map(|name| {
-            std::env::var_os("PATH")
-                .map(|paths| {
-                    std::env::split_paths(&paths)
-                        .map(|dir| dir.join(name))
-                        .collect::<Vec<_>>()
-                })
-                .unwrap_or_default()
-        })
-        .find(|path| path.is_file())
+    on_path(&["chromium", "chromium-browser", "google-chrome"])
 }
 
 /// The page opened in headless Chromium: the rendered DOM holds the

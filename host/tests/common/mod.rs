@@ -31,3 +31,14 @@ pub fn dist() -> PathBuf {
 pub fn module(name: &str) -> PathBuf {
     dist().join(format!("{name}.wasm"))
 }
+
+/// The first of `names` found on `PATH` (Debian's `chromium`, say, where
+/// `scripts/test-deps.sh` installs it).
+pub fn on_path(names: &[&str]) -> Option<PathBuf> {
+    let paths = std::env::var_os("PATH")?;
+    names.iter().find_map(|name| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|path| path.is_file())
+    })
+}
