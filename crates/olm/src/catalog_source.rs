@@ -298,7 +298,7 @@ fn describe_char(c: char) -> &'static str {
 /// serde lets a derived struct be read from a JSON array (fields by
 /// position), so `catalogImageSource: ["img"]` would pass as an image. The
 /// schema says object; these readers accept only objects (and `null`), and
-/// keep serde_path_to_error's path through the object's fields.
+/// keep the path through the object's fields (`olm_guard_core::decode`).
 mod object_only {
     use std::fmt;
     use std::marker::PhantomData;
