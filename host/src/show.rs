@@ -6,10 +6,8 @@ use std::io::Write;
 use anyhow::Context;
 use serde_json::Value;
 
+use olm_guard_core::display::yaml_diff;
 use olm_guard_core::response::AdmissionResponse;
-
-/// Lines of unchanged YAML shown around each change of a mutation.
-const DIFF_CONTEXT_LINES: usize = 3;
 
 /// The AdmissionReview `run -o json|yaml` prints: `response` exactly as
 /// policy-server would send it, and beside it, when the module mutated the
@@ -30,29 +28,7 @@ pub fn review_document(request: &Value, response: AdmissionResponse) -> anyhow::
     Ok(review)
 }
 
-/// What the request is about, as a person names it: `CatalogSource
-/// olm/ops (CREATE)`.
-pub fn subject(request: &Value) -> String {
-    let text = |pointer: &str| {
-        request
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    let kind = match text("/kind/kind") {
-        "" => "object",
-        kind => kind,
-    };
-    let name = match (text("/namespace"), text("/name")) {
-        (_, "") => "(unnamed)".to_string(),
-        ("", name) => name.to_string(),
-        (namespace, name) => format!("{namespace}/{name}"),
-    };
-    match text("/operation") {
-        "" => format!("{kind} {name}"),
-        operation => format!("{kind} {name} ({operation})"),
-    }
-}
+pub use olm_guard_core::display::subject;
 
 /// The readable form: the verdict on the first line, then the message, the
 /// code, each warning, and a unified diff of the object's YAML before and
@@ -92,14 +68,7 @@ pub fn write_text(
         writeln!(out, "  warning: {warning}")?;
     }
     if let Some(patched) = patched {
-        let before = serde_yaml_ng::to_string(request.get("object").unwrap_or(&Value::Null))?;
-        let after = serde_yaml_ng::to_string(&patched)?;
-        let diff = similar::TextDiff::from_lines(&before, &after);
-        let unified = diff
-            .unified_diff()
-            .context_radius(DIFF_CONTEXT_LINES)
-            .header("object", "patched object")
-            .to_string();
+        let unified = yaml_diff(request.get("object").unwrap_or(&Value::Null), &patched)?;
         for line in unified.lines() {
             writeln!(out, "  {line}")?;
         }

@@ -34,16 +34,13 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use wasm_bindgen::prelude::wasm_bindgen;
 
+use olm_guard_core::display::{subject, yaml_diff};
 use olm_guard_core::response::AdmissionResponse;
 use olm_guard_rules::registry::{self, RuleEntry};
 use olm_guard_snapshot::{LoadOptions, Snapshot};
 
 use crate::input::{Input, InputError};
 use crate::recording::{HostCall, Recording};
-
-/// Lines of context around each change in the diff, as `olm-guard run`
-/// prints it (host/src/show.rs).
-const DIFF_CONTEXT_LINES: usize = 3;
 
 /// The examples build.rs took from `testdata/`, by rule name.
 const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.json"));
@@ -163,7 +160,8 @@ pub fn run(input_json: &str) -> Result<Evaluation, InputError> {
         .patched_object(&request)
         .map_err(|e| InputError::new("", format!("the rule's patch: {e}")))?;
     let diff = match &patched_object {
-        Some(patched) => unified_diff(request.get("object").unwrap_or(&Value::Null), patched),
+        Some(patched) => yaml_diff(request.get("object").unwrap_or(&Value::Null), patched)
+            .map_err(|e| InputError::new("", format!("the patched object as YAML: {e}")))?,
         None => String::new(),
     };
     Ok(Evaluation {
@@ -182,42 +180,6 @@ pub fn run(input_json: &str) -> Result<Evaluation, InputError> {
         request,
         review: response.into_review(),
     })
-}
-
-/// The object's YAML before and after, as `olm-guard run` shows a mutation
-/// (host/src/show.rs, `write_text`).
-fn unified_diff(before: &Value, after: &Value) -> String {
-    let before = serde_yaml_ng::to_string(before).unwrap_or_default();
-    let after = serde_yaml_ng::to_string(after).unwrap_or_default();
-    similar::TextDiff::from_lines(&before, &after)
-        .unified_diff()
-        .context_radius(DIFF_CONTEXT_LINES)
-        .header("object", "patched object")
-        .to_string()
-}
-
-/// What the request is about, as `olm-guard run` names it on its first
-/// line (host/src/show.rs, `subject`): `CatalogSource olm/ops (CREATE)`.
-fn subject(request: &Value) -> String {
-    let text = |pointer: &str| {
-        request
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    let kind = match text("/kind/kind") {
-        "" => "object",
-        kind => kind,
-    };
-    let name = match (text("/namespace"), text("/name")) {
-        (_, "") => "(unnamed)".to_string(),
-        ("", name) => name.to_string(),
-        (namespace, name) => format!("{namespace}/{name}"),
-    };
-    match text("/operation") {
-        "" => format!("{kind} {name}"),
-        operation => format!("{kind} {name} ({operation})"),
-    }
 }
 
 #[cfg(test)]

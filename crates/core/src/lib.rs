@@ -24,6 +24,8 @@
 pub mod admission;
 pub mod context;
 pub mod decode;
+#[cfg(feature = "display")]
+pub mod display;
 pub mod evaluate;
 pub mod meta;
 pub mod object_request;
