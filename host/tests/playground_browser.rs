@@ -120,7 +120,10 @@ impl Playground {
         );
         let deadline = Instant::now() + PATIENCE;
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "chromedriver never listened on {port}");
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver never listened on {port}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         let profile = tempfile::tempdir().unwrap();
@@ -373,7 +376,10 @@ async fn the_page_gives_olm_guard_runs_verdict_on_testdata_scenarios() {
         let rule = scenario.split('/').next().unwrap();
         let expect: Value = serde_json::from_str(&read(&dir.join("expect.json"))).unwrap();
         let mut fields = json!({"request": read(&dir.join("request.json"))});
-        let mut args = vec!["--request".to_string(), dir.join("request.json").display().to_string()];
+        let mut args = vec![
+            "--request".to_string(),
+            dir.join("request.json").display().to_string(),
+        ];
         for (field, file) in [("settings", "settings.json"), ("cluster", "cluster.yaml")] {
             let path = dir.join(file);
             if path.is_file() {
@@ -459,10 +465,7 @@ async fn typing_into_the_object_re_evaluates() {
     ))
     .await;
     // The debounced evaluation of the last keystroke.
-    let typed = page.inputs().await["object"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let typed = page.inputs().await["object"].as_str().unwrap().to_string();
     assert!(typed.ends_with("\n  address: 10.0.0.1:50051"), "{typed}");
     std::fs::write(&object, &typed).unwrap();
     let expected = run("catalog-union", &["--object", object.to_str().unwrap()]);
@@ -473,7 +476,11 @@ async fn typing_into_the_object_re_evaluates() {
         after = page.shown().await;
     }
     page.screenshot("edit-2-after").await;
-    assert_eq!((after.allowed, after.message.clone()), expected, "{after:?}");
+    assert_eq!(
+        (after.allowed, after.message.clone()),
+        expected,
+        "{after:?}"
+    );
     assert!(!after.allowed, "two sources are denied: {after:?}");
     assert!(after.message.contains("address"), "{}", after.message);
     page.close().await;
@@ -507,7 +514,9 @@ async fn a_share_link_restores_the_inputs_and_the_verdict() {
         .expect("a click");
     page.wait_for("document.getElementById('share-link').value.includes('#')")
         .await;
-    let link = page.script("return document.getElementById('share-link').value").await;
+    let link = page
+        .script("return document.getElementById('share-link').value")
+        .await;
     let link = link.as_str().unwrap().to_string();
     page.screenshot("share-1-link").await;
 
