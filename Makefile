@@ -70,9 +70,12 @@ test: fmt-check lint dist playground unit sessions
 
 # Modules vs the same rules compiled natively, on the large built-in inputs;
 # one-shot runs with and without the compile cache; every context-aware module
-# at 10..10,000 objects, as a table and docs/performance-scale.png.
+# at 10..10,000 objects, as a table and docs/performance-scale.png. Then every
+# module on our host (a fresh instance per evaluation) against Kubewarden's waPC
+# host (wapc + wasmtime-provider, one long-lived instance, as `kwctl bench`).
 bench: dist
 	$(CARGO) run --release -p olm-guard-host -- bench --workload all --scale --plot docs/performance-scale.png
+	$(CARGO) run --release -p olm-guard-conformance --bin olm-guard-reference-bench -- --dist dist --testdata testdata
 
 # deploy/: a ClusterAdmissionPolicy per module and policies.yml for a bare
 # policy-server, generated from the modules' metadata (a test checks drift).
