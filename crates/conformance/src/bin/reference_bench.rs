@@ -245,7 +245,7 @@ fn case(module: &'static str, args: &Args) -> anyhow::Result<Case> {
 
 /// `10k` for 10,000, `50` for 50.
 fn size(n: usize) -> String {
-    if n >= 1_000 && n % 1_000 == 0 {
+    if n >= 1_000 && n.is_multiple_of(1_000) {
         format!("{}k", n / 1_000)
     } else {
         n.to_string()
