@@ -70,11 +70,14 @@ test: fmt-check lint dist playground unit sessions
 
 # Modules vs the same rules compiled natively, on the large built-in inputs;
 # one-shot runs with and without the compile cache; every context-aware module
-# at 10..10,000 objects, as a table and docs/performance-scale.png; then the
-# audit of a 10,000-object snapshot with all six modules (its last line gives
-# the time and the threads, one per core).
+# at 10..10,000 objects, as a table and docs/performance-scale.png. Then every
+# module on our host (a fresh instance per evaluation) against Kubewarden's waPC
+# host (wapc + wasmtime-provider, one long-lived instance, as `kwctl bench`);
+# then the audit of a 10,000-object snapshot with all six modules (its last
+# line gives the time and the threads, one per core).
 bench: dist
 	$(CARGO) run --release -p olm-guard-host -- bench --workload all --scale --plot docs/performance-scale.png
+	$(CARGO) run --release -p olm-guard-conformance --bin olm-guard-reference-bench -- --dist dist --testdata testdata
 	python3 scripts/audit-snapshot.py 10000 > target/audit-10k.json
 	target/release/olm-guard audit --cluster target/audit-10k.json -o json > target/audit-10k-report.json
 

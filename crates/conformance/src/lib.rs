@@ -1,5 +1,27 @@
-//! Test-only package: `tests/reference_host.rs` runs every scenario under
-//! `testdata/` through Kubewarden's own waPC host crates (`wapc` and
-//! `wasmtime-provider`, as kubewarden-controller's
-//! `crates/policy-evaluator` uses them) and requires the same answers as
-//! olm-guard's host. Nothing here is published or linked into a binary.
+//! Kubewarden's own waPC host, driven the way kubewarden-controller's
+//! `crates/policy-evaluator` and `crates/policy-server` drive it, as a
+//! yardstick for olm-guard's host:
+//!
+//! - [`ReferenceHost`]: the `wapc` and `wasmtime-provider` crates over one
+//!   wasmtime engine configured as policy-server configures it, with host
+//!   calls answered through olm-guard's [`ContextHost`] (grants from the
+//!   module's metadata, policy-server's denial texts). It evaluates either
+//!   as policy-server does, a fresh waPC instance per operation
+//!   ([`ReferenceHost::evaluate`]), or as `kwctl bench` does, one instance
+//!   reused for every evaluation ([`ReferenceHost::instance`]).
+//! - [`policy_evaluator`]: policy-evaluator's request type and response
+//!   conversions, restated so that olm-guard's own are checked against
+//!   them rather than used on both sides.
+//! - [`verdict`]: what two hosts' answers must agree on.
+//!
+//! `tests/reference_host.rs` runs every scenario of `testdata/` through
+//! both hosts; the `olm-guard-reference-bench` binary times them.
+//!
+//! [`ContextHost`]: olm_guard_evaluator::ContextHost
+
+pub mod policy_evaluator;
+pub mod reference;
+pub mod verdict;
+
+pub use reference::{LongLivedInstance, POLICY_TIMEOUT_SECONDS, ReferenceAnswer, ReferenceHost};
+pub use verdict::{Answer, Verdict, apply_patch};
