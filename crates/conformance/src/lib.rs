@@ -13,6 +13,7 @@
 //!   conversions, restated so that olm-guard's own are checked against
 //!   them rather than used on both sides.
 //! - [`verdict`]: what two hosts' answers must agree on.
+//! - [`scenario`]: a `testdata/` scenario's request, settings and cluster.
 //!
 //! `tests/reference_host.rs` runs every scenario of `testdata/` through
 //! both hosts; the `olm-guard-reference-bench` binary times them.
@@ -21,6 +22,7 @@
 
 pub mod policy_evaluator;
 pub mod reference;
+pub mod scenario;
 pub mod verdict;
 
 pub use reference::{LongLivedInstance, POLICY_TIMEOUT_SECONDS, ReferenceAnswer, ReferenceHost};

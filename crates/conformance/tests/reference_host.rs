@@ -18,14 +18,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use serde_json::Value;
 
-use olm_guard_conformance::{Answer, ReferenceHost, Verdict};
+use olm_guard_conformance::{Answer, ReferenceHost, Verdict, scenario};
 use olm_guard_evaluator::scenario::{PolicyStore, discover};
 use olm_guard_evaluator::{ClusterContext, Policy, PolicyError, input};
 use olm_guard_runtime::{Limits, Runtime};
-use olm_guard_snapshot::{LoadOptions, Snapshot};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -36,14 +35,7 @@ fn workspace() -> PathBuf {
 /// is consumed as it answers, such as a recorded session replayed strictly
 /// in order, can take this function's place unchanged.
 fn cluster_context(dir: &Path) -> anyhow::Result<ClusterContext> {
-    let mut snapshot = Snapshot::new();
-    let path = dir.join("cluster.yaml");
-    if path.is_file() {
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        snapshot.add_source("cluster.yaml", &text, LoadOptions::STRICT)?;
-    }
-    Ok(Arc::new(snapshot))
+    Ok(Arc::new(scenario::snapshot(dir)?))
 }
 
 // ---------------------------------------------------------------------------
@@ -81,13 +73,8 @@ fn read_scenario(dir: &Path) -> anyhow::Result<Scenario> {
     let Some(policy) = expect.get("policy").and_then(Value::as_str) else {
         bail!("{}: expect.json names no policy", dir.display());
     };
-    let settings_path = dir.join("settings.json");
-    let settings = input::settings_object(if settings_path.is_file() {
-        Some(input::read_document(&settings_path)?)
-    } else {
-        None
-    })?;
-    let request = input::admission_request(input::read_document(&dir.join("request.json"))?)?;
+    let settings = scenario::settings(dir)?;
+    let request = scenario::request(dir)?;
     Ok(Scenario {
         dir: dir.to_path_buf(),
         policy: policy.to_string(),

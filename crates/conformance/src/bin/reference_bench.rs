@@ -15,12 +15,12 @@ use clap::{Parser, ValueEnum};
 use serde_json::{Value, json};
 
 use olm_guard_bench::{Samples, Workload, workloads};
-use olm_guard_conformance::ReferenceHost;
 use olm_guard_conformance::reference::typed_round_trip;
+use olm_guard_conformance::{ReferenceHost, scenario};
 use olm_guard_evaluator::input;
 use olm_guard_evaluator::scenario::PolicyStore;
 use olm_guard_runtime::{Limits, Runtime};
-use olm_guard_snapshot::{LoadOptions, Snapshot};
+use olm_guard_snapshot::Snapshot;
 
 /// Every module, in the order of the table: the three big workloads of
 /// `olm-guard bench`, then a real scenario of `testdata/` for the others.
@@ -255,20 +255,9 @@ fn size(n: usize) -> String {
 /// A scenario directory: request.json, optional settings.json and
 /// cluster.yaml, and the verdict from expect.json.
 fn scenario_case(policy: &'static str, dir: &Path) -> anyhow::Result<Case> {
-    let request = input::admission_request(input::read_document(&dir.join("request.json"))?)?;
-    let settings_path = dir.join("settings.json");
-    let settings = input::settings_object(if settings_path.is_file() {
-        Some(input::read_document(&settings_path)?)
-    } else {
-        None
-    })?;
-    let mut snapshot = Snapshot::new();
-    let cluster = dir.join("cluster.yaml");
-    if cluster.is_file() {
-        let text = std::fs::read_to_string(&cluster)
-            .with_context(|| format!("cannot read {}", cluster.display()))?;
-        snapshot.add_source("cluster.yaml", &text, LoadOptions::STRICT)?;
-    }
+    let request = scenario::request(dir)?;
+    let settings = scenario::settings(dir)?;
+    let snapshot = scenario::snapshot(dir)?;
     let expect = input::read_document(&dir.join("expect.json"))?;
     Ok(Case {
         label: dir
