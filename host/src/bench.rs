@@ -152,7 +152,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         let mut store = PolicyStore::new(&runtime, args.dist.clone())
             .with_metadata_dir(policies_dir(&args.dist));
         let reports = crate::bench_scale::measure_all(&mut store)?;
-        let machine = crate::bench_scale::machine();
+        let machine = bench::machine();
         println!();
         println!("scale series ({machine}):");
         crate::bench_scale::print_table(&reports);

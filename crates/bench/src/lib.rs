@@ -7,5 +7,5 @@ pub mod measure;
 pub mod scale;
 pub mod workloads;
 
-pub use measure::{Report, Samples, measure};
+pub use measure::{Report, Samples, machine, measure};
 pub use workloads::Workload;

@@ -440,25 +440,15 @@ fn to_json(rows: &[Row], machine: &str, args: &Args) -> Value {
     })
 }
 
-/// `<cores> cores, <CPU model>` (as `olm-guard bench --scale` names the
-/// machine), and the load average when the run started.
+/// The machine as `olm-guard bench` names it (`<cores> cores, <CPU
+/// model>`), and the load average when the run started.
 fn machine() -> String {
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, name)| name.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let load = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|l| l.split_whitespace().next().map(str::to_string))
         .map(|l| format!(", load average {l}"))
         .unwrap_or_default();
-    format!("{cores} cores, {model}{load}")
+    format!("{}{load}", olm_guard_bench::machine())
 }
 
 /// `policies/` beside `dist/`, for modules without embedded metadata (as
