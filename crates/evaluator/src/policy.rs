@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use olm_guard_core::response::{AdmissionResponse, ValidationResponse};
 use olm_guard_runtime::metadata::{Metadata, MetadataError};
@@ -267,7 +267,7 @@ impl Policy {
         settings: &Value,
         host: Arc<dyn HostCallback>,
     ) -> Result<AdmissionResponse, CallError> {
-        let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))
+        let payload = serde_json::to_vec(&ValidationPayload { request, settings })
             .map_err(|e| CallError::Guest(e.to_string()))?;
         let bytes = self.module.call("validate", &payload, host)?;
         response_of(request, &bytes)
@@ -281,6 +281,15 @@ impl Policy {
 
 /// The AdmissionResponse for the module's `validate` answer `bytes`; an
 /// answer that is not a ValidationResponse is the module's failure.
+/// The `validate` payload (Kubewarden's `ValidationRequest`), borrowing
+/// the request and settings: building a `json!` value would deep-copy the
+/// whole AdmissionRequest on every evaluation.
+#[derive(serde::Serialize)]
+struct ValidationPayload<'a> {
+    request: &'a Value,
+    settings: &'a Value,
+}
+
 fn response_of(request: &Value, bytes: &[u8]) -> Result<AdmissionResponse, CallError> {
     let response: ValidationResponse = serde_json::from_slice(bytes)
         .map_err(|e| CallError::Guest(format!("the module's validate answer is not valid: {e}")))?;

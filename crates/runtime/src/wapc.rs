@@ -9,6 +9,9 @@
 //! leaks between evaluations. Instances get WASI preview 1 with no files, no
 //! environment, no network and no stdio (a module's prints go nowhere: our
 //! stdout is the AdmissionReview), a memory cap, and an execution deadline.
+//! A fresh instance is cheap because it comes from wasmtime's pooling
+//! allocator: a reused slot, the module's memory image mapped copy-on-write,
+//! and the pages the last instance wrote reset in place (`pool`).
 //!
 //! We drive wasmtime directly rather than through `wasmtime-provider`
 //! because that provider has no store limiter (no memory cap) and inherits
@@ -20,7 +23,8 @@ use std::thread;
 use std::time::Duration;
 
 use wasmtime::{
-    Caller, Config, Engine, InstancePre, Linker, Memory, OptLevel, ResourceLimiter, Store, Trap,
+    Caller, Config, Engine, InstanceAllocationStrategy, InstancePre, Linker, Memory, OptLevel,
+    PoolingAllocationConfig, ResourceLimiter, Store, Trap,
 };
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p1::WasiP1Ctx;
@@ -137,6 +141,37 @@ impl Drop for Ticker {
     }
 }
 
+/// Instance slots in the pool: more than the evaluations a process runs at
+/// once (the audit runs one per core). Each slot reserves address space,
+/// not memory.
+const POOL_SLOTS: u32 = 64;
+
+/// Linear memory a slot keeps resident between instances, reset with
+/// `memset` (only the pages written, found with Linux's `PAGEMAP_SCAN`)
+/// instead of being handed back to the kernel and faulted in again by the
+/// next instance. A one-line request touches about 1 MiB; a 10,000-object
+/// list answer tens of MiB, of which this much is reused.
+const KEEP_RESIDENT: usize = 16 << 20;
+
+/// wasmtime's pooling allocator, so a fresh instance per evaluation costs
+/// little: slots are reused, each module's data segments are mapped
+/// copy-on-write from an image made once, and the memory a slot already
+/// faulted in stays resident (measured in `docs/performance.md`, "Against
+/// Kubewarden's waPC host"). The memory cap stays the store limiter's
+/// ([`MemoryCap`]), so exceeding it is the same named error as before.
+fn pool() -> PoolingAllocationConfig {
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_core_instances(POOL_SLOTS)
+        .total_memories(POOL_SLOTS)
+        .total_tables(POOL_SLOTS)
+        .linear_memory_keep_resident(KEEP_RESIDENT)
+        .table_keep_resident(1 << 16)
+        // Falls back to resetting the whole kept region on kernels before
+        // 6.7.
+        .pagemap_scan(wasmtime::Enabled::Auto);
+    pool
+}
+
 /// The engine shared by all modules, with its epoch ticker.
 pub struct Runtime {
     engine: Engine,
@@ -178,7 +213,14 @@ impl Runtime {
             cache.with_directory(dir);
             config.cache(Some(wasmtime::Cache::new(cache).map_err(cache_error)?));
         }
-        let engine = Engine::new(&config).map_err(LoadError::Engine)?;
+        let mut pooled = config.clone();
+        pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pool()));
+        // The pool reserves its address space up front (4 GiB and a guard
+        // per slot). Where that is refused, e.g. under a tight `ulimit -v`,
+        // instances are allocated on demand: slower, same behaviour.
+        let engine = Engine::new(&pooled)
+            .or_else(|_| Engine::new(&config))
+            .map_err(LoadError::Engine)?;
         let ticker = Arc::new(Ticker::start(&engine)?);
         Ok(Runtime {
             engine,
@@ -251,11 +293,11 @@ impl Module {
         store.set_epoch_deadline(ticks);
 
         let outcome = self.run(&mut store, operation, payload);
-        let state = store.data();
+        let state = store.data_mut();
         match outcome {
-            Ok(true) => Ok(state.guest_response.clone().unwrap_or_default()),
+            Ok(true) => Ok(state.guest_response.take().unwrap_or_default()),
             Ok(false) => {
-                Err(CallError::Guest(state.guest_error.clone().unwrap_or_else(
+                Err(CallError::Guest(state.guest_error.take().unwrap_or_else(
                     || "the guest failed without an error message".into(),
                 )))
             }
@@ -378,12 +420,17 @@ fn link_wapc(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> {
         "wapc",
         "__guest_request",
         |mut caller: Caller<'_, GuestState>, op_ptr: i32, payload_ptr: i32| {
-            let (op, payload) = {
-                let s = caller.data();
-                (s.operation.clone(), s.payload.clone())
-            };
+            // Taken, not copied: the guest asks once per call.
+            let state = caller.data_mut();
+            let (op, payload) = (
+                std::mem::take(&mut state.operation),
+                std::mem::take(&mut state.payload),
+            );
             write(&mut caller, payload_ptr, &payload)?;
-            write(&mut caller, op_ptr, &op)
+            write(&mut caller, op_ptr, &op)?;
+            let state = caller.data_mut();
+            (state.operation, state.payload) = (op, payload);
+            Ok(())
         },
     )?;
     linker.func_wrap(
@@ -447,8 +494,12 @@ fn link_wapc(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> {
         "wapc",
         "__host_response",
         |mut caller: Caller<'_, GuestState>, ptr: i32| {
-            let bytes = caller.data().host_response.clone();
-            write(&mut caller, ptr, &bytes)
+            // Taken and put back rather than cloned: a list answer can be
+            // megabytes.
+            let bytes = std::mem::take(&mut caller.data_mut().host_response);
+            let written = write(&mut caller, ptr, &bytes);
+            caller.data_mut().host_response = bytes;
+            written
         },
     )?;
     linker.func_wrap(
@@ -460,8 +511,12 @@ fn link_wapc(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> {
         "wapc",
         "__host_error",
         |mut caller: Caller<'_, GuestState>, ptr: i32| {
-            let bytes = caller.data().host_error.clone();
-            write(&mut caller, ptr, &bytes)
+            // Taken and put back rather than cloned: a list answer can be
+            // megabytes.
+            let bytes = std::mem::take(&mut caller.data_mut().host_error);
+            let written = write(&mut caller, ptr, &bytes);
+            caller.data_mut().host_error = bytes;
+            written
         },
     )?;
     linker.func_wrap(
