@@ -9,6 +9,7 @@
 //! object and the reason, or, when loading with [`LoadOptions::LENIENT`], a
 //! [`SnapshotWarning`] saying what was left out.
 
+mod answers;
 mod discovery;
 mod error;
 mod load;
@@ -148,6 +149,9 @@ pub struct Snapshot {
     rbac_objects: RbacObjects,
     rbac: OnceLock<RbacStore>,
     api_resources: ApiResources,
+    /// Every answer served so far, serialised once ([`answers`]); cleared
+    /// whenever the snapshot changes.
+    answers: answers::Answers,
 }
 
 impl Snapshot {
@@ -244,6 +248,7 @@ impl Snapshot {
 
     /// Replaces the table that says which kinds are cluster-scoped.
     pub fn set_api_resources(&mut self, table: ApiResources) {
+        self.answers.clear();
         self.api_resources = table;
     }
 
@@ -251,6 +256,7 @@ impl Snapshot {
     /// read by [`ApiResources::parse`]) over the current one: its entries
     /// win, the current ones answer for kinds it does not list.
     pub fn add_api_resources(&mut self, table: ApiResources) {
+        self.answers.clear();
         self.api_resources.extend(table);
     }
 
@@ -392,6 +398,7 @@ impl Snapshot {
             object,
             rbac,
         } = checked;
+        self.answers.clear();
         if let Some(rbac) = rbac {
             let objects = &mut self.rbac_objects;
             match rbac {
@@ -457,6 +464,30 @@ impl Snapshot {
         };
         serde_json::to_vec(&list).map_err(encode_error)
     }
+
+    /// The object `r` names, masked and serialised, or Kubewarden's
+    /// not-found error.
+    fn find(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
+        let namespace = r.namespace.as_deref().unwrap_or("");
+        self.of_type(&r.api_version, &r.kind)
+            .iter()
+            .find(|object| {
+                let meta = ObjectMeta::of(object);
+                meta.name == r.name && meta.namespace == namespace
+            })
+            .map(|object| masks::mask(object, r.field_masks.as_deref().unwrap_or(&[])))
+            .ok_or_else(|| {
+                // Kubewarden's own wording, so messages match a real cluster.
+                ContextError::new(
+                    ContextErrorKind::NotFound,
+                    format!(
+                        "Cannot find {}/{} named '{}' inside of namespace '{:?}'",
+                        r.api_version, r.kind, r.name, r.namespace
+                    ),
+                )
+            })
+            .and_then(|object| serde_json::to_vec(&object).map_err(encode_error))
+    }
 }
 
 /// The typed RBAC object, for the four RBAC kinds; `None` for other kinds.
@@ -497,14 +528,16 @@ fn read_rbac(object_ref: &ObjectRef, object: &Value) -> Result<Option<Rbac>, Pro
 
 impl Cluster for Snapshot {
     fn list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-        self.select(
-            &r.api_version,
-            &r.kind,
-            None,
-            r.label_selector.as_deref(),
-            r.field_selector.as_deref(),
-            r.field_masks.as_deref(),
-        )
+        self.answers.list_all(r, || {
+            self.select(
+                &r.api_version,
+                &r.kind,
+                None,
+                r.label_selector.as_deref(),
+                r.field_selector.as_deref(),
+                r.field_masks.as_deref(),
+            )
+        })
     }
 
     fn list_by_namespace(
@@ -520,36 +553,20 @@ impl Cluster for Snapshot {
                 r.api_version, r.kind
             )));
         }
-        self.select(
-            &r.api_version,
-            &r.kind,
-            Some(&r.namespace),
-            r.label_selector.as_deref(),
-            r.field_selector.as_deref(),
-            r.field_masks.as_deref(),
-        )
+        self.answers.list_by_namespace(r, || {
+            self.select(
+                &r.api_version,
+                &r.kind,
+                Some(&r.namespace),
+                r.label_selector.as_deref(),
+                r.field_selector.as_deref(),
+                r.field_masks.as_deref(),
+            )
+        })
     }
 
     fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-        let namespace = r.namespace.as_deref().unwrap_or("");
-        self.of_type(&r.api_version, &r.kind)
-            .iter()
-            .find(|object| {
-                let meta = ObjectMeta::of(object);
-                meta.name == r.name && meta.namespace == namespace
-            })
-            .map(|object| masks::mask(object, r.field_masks.as_deref().unwrap_or(&[])))
-            .ok_or_else(|| {
-                // Kubewarden's own wording, so messages match a real cluster.
-                ContextError::new(
-                    ContextErrorKind::NotFound,
-                    format!(
-                        "Cannot find {}/{} named '{}' inside of namespace '{:?}'",
-                        r.api_version, r.kind, r.name, r.namespace
-                    ),
-                )
-            })
-            .and_then(|object| serde_json::to_vec(&object).map_err(encode_error))
+        self.answers.get(r, || self.find(r))
     }
 
     fn can_i(&self, r: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
@@ -616,6 +633,51 @@ metadata: {name: ns1}
         assert_eq!(names(all.clone()), ["a", "b"]);
         assert!(all[0]["metadata"].get("managedFields").is_none());
         assert_eq!(all[0]["metadata"]["annotations"], json!({"keep": "yes"}));
+    }
+
+    /// Answers are kept for the snapshot's life, and forgotten when it
+    /// changes: a list asked again after an object was added includes it,
+    /// a get of the new object finds it, and a cluster-scope table layered
+    /// on later is obeyed.
+    #[test]
+    fn kept_answers_follow_every_change() {
+        let mut snapshot = Snapshot::from_yaml(OBJECTS).unwrap();
+        let all = ListAllResourcesRequest::new("v1", "ConfigMap");
+        let first = snapshot.list_all(&all).unwrap();
+        assert_eq!(
+            snapshot.list_all(&all).unwrap(),
+            first,
+            "the same bytes again"
+        );
+        let get = GetResourceRequest {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: "c".into(),
+            namespace: Some("ns1".into()),
+            ..Default::default()
+        };
+        assert!(snapshot.get(&get).is_err());
+
+        snapshot
+            .add(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "c", "namespace": "ns1"}}))
+            .unwrap();
+        let listed: Vec<Value> = snapshot.list_all_as(&all).unwrap();
+        assert_eq!(names(listed), ["a", "b", "c"]);
+        assert!(snapshot.get(&get).is_ok());
+
+        let in_ns1 = ListResourcesByNamespaceRequest::new("v1", "ConfigMap", "ns1");
+        assert!(snapshot.list_by_namespace(&in_ns1).is_ok());
+        let table = ApiResources::parse(
+            "NAME         SHORTNAMES   APIVERSION   NAMESPACED   KIND\n\
+             configmaps   cm           v1           false        ConfigMap\n",
+        )
+        .unwrap();
+        snapshot.add_api_resources(table);
+        assert!(
+            snapshot.list_by_namespace(&in_ns1).is_err(),
+            "now cluster-scoped"
+        );
     }
 
     #[test]

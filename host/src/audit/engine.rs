@@ -9,20 +9,16 @@
 //! answer with code 500 or no answer at all, `error`
 //! (`audit-scanner/internal/report/report.go`, `computePolicyResult`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use olm_guard_core::protocol::{
-    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
-    SubjectAccessReviewStatus,
-};
-use olm_guard_core::{Cluster, ContextError, ObjectMeta};
+use olm_guard_core::ObjectMeta;
 use olm_guard_evaluator::input::guess_resource;
 use olm_guard_evaluator::{ClusterContext, Policy};
 use olm_guard_runtime::Runtime;
@@ -392,7 +388,9 @@ impl Audit {
     pub fn run(&self, progress: &(dyn Fn(Progress) + Sync)) -> Vec<Finding> {
         let tasks = self.tasks();
         progress(Progress::Start(tasks.len()));
-        let cluster: ClusterContext = Arc::new(AnswerCache::new(self.snapshot.clone()));
+        // The snapshot keeps each answer it serialises: every evaluation of
+        // one module asks the same lists.
+        let cluster: ClusterContext = self.snapshot.clone();
         let mut findings: Vec<Finding> = tasks
             .par_iter()
             .map(|task| {
@@ -562,68 +560,4 @@ fn synthesise(task: &Task<'_>, user_info: Option<Value>) -> Value {
         map.insert("userInfo".into(), user_info);
     }
     request
-}
-
-/// The snapshot, with every answer kept: the snapshot does not change
-/// during an audit, and most evaluations of one module ask the same lists
-/// (every ClusterObjectSet, every OperatorGroup), so each is serialised
-/// once instead of once per object.
-struct AnswerCache {
-    snapshot: Arc<Snapshot>,
-    list_all: RwLock<HashMap<ListAllResourcesRequest, Arc<[u8]>>>,
-    list_by_namespace: RwLock<HashMap<ListResourcesByNamespaceRequest, Arc<[u8]>>>,
-    get: RwLock<HashMap<GetResourceRequest, Arc<[u8]>>>,
-}
-
-impl AnswerCache {
-    fn new(snapshot: Arc<Snapshot>) -> AnswerCache {
-        AnswerCache {
-            snapshot,
-            list_all: RwLock::default(),
-            list_by_namespace: RwLock::default(),
-            get: RwLock::default(),
-        }
-    }
-}
-
-/// The answer to `request` from `cache`, or from `compute` (kept when it
-/// succeeds; errors are not kept, they are cheap and rare).
-fn cached<K: std::hash::Hash + Eq + Clone>(
-    cache: &RwLock<HashMap<K, Arc<[u8]>>>,
-    request: &K,
-    compute: impl FnOnce() -> Result<Vec<u8>, ContextError>,
-) -> Result<Vec<u8>, ContextError> {
-    if let Ok(map) = cache.read()
-        && let Some(bytes) = map.get(request)
-    {
-        return Ok(bytes.to_vec());
-    }
-    let bytes = compute()?;
-    if let Ok(mut map) = cache.write() {
-        map.insert(request.clone(), Arc::from(bytes.as_slice()));
-    }
-    Ok(bytes)
-}
-
-impl Cluster for AnswerCache {
-    fn list_all(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-        cached(&self.list_all, request, || self.snapshot.list_all(request))
-    }
-
-    fn list_by_namespace(
-        &self,
-        request: &ListResourcesByNamespaceRequest,
-    ) -> Result<Vec<u8>, ContextError> {
-        cached(&self.list_by_namespace, request, || {
-            self.snapshot.list_by_namespace(request)
-        })
-    }
-
-    fn get(&self, request: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-        cached(&self.get, request, || self.snapshot.get(request))
-    }
-
-    fn can_i(&self, request: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-        self.snapshot.can_i(request)
-    }
 }
