@@ -43,6 +43,22 @@ impl ListAllResourcesRequest {
         self.field_selector = Some(selector.into());
         self
     }
+
+    /// Only these fields of each object (dotted paths, e.g. `spec.group`),
+    /// besides `apiVersion`, `kind` and `metadata`, which are always kept
+    /// (Kubewarden 1.33's `field_masks`). A host that predates masks
+    /// ignores them and answers whole objects, which a rule reads the same.
+    ///
+    /// ```
+    /// use olm_guard_core::protocol::ListAllResourcesRequest;
+    ///
+    /// let request = ListAllResourcesRequest::new("v1", "Namespace").field_masks(["metadata"]);
+    /// assert_eq!(request.field_masks, Some(vec!["metadata".to_string()]));
+    /// ```
+    pub fn field_masks<S: Into<String>>(mut self, masks: impl IntoIterator<Item = S>) -> Self {
+        self.field_masks = Some(masks.into_iter().map(Into::into).collect());
+        self
+    }
 }
 
 /// `kubernetes/list_resources_by_namespace`.

@@ -29,10 +29,13 @@ pub(super) struct LookupFailed {
 pub(super) fn list_operator_groups(
     cluster: &dyn Cluster,
 ) -> Result<Vec<OperatorGroup>, ContextError> {
-    cluster.list_all_as(&ListAllResourcesRequest::new(
-        OPERATOR_GROUP_API_VERSION,
-        OPERATOR_GROUP_KIND,
-    ))
+    // What the rule reads of a group: its spec (targets, selector, static
+    // APIs), its status (synced namespaces) and its `olm.providedAPIs`
+    // annotation, which a mask always keeps with the rest of metadata.
+    cluster.list_all_as(
+        &ListAllResourcesRequest::new(OPERATOR_GROUP_API_VERSION, OPERATOR_GROUP_KIND)
+            .field_masks(["spec", "status"]),
+    )
 }
 
 pub(super) fn operator_groups_unavailable(error: ContextError) -> Verdict {
@@ -67,7 +70,10 @@ impl<'c> NamespaceList<'c> {
         }
         let listed = self
             .cluster
-            .list_all_as::<Namespace>(&ListAllResourcesRequest::new("v1", "Namespace"))?;
+            // Selectors read labels only: metadata, no spec or status.
+            .list_all_as::<Namespace>(
+                &ListAllResourcesRequest::new("v1", "Namespace").field_masks(["metadata"]),
+            )?;
         Ok(self.listed.get_or_init(|| listed))
     }
 

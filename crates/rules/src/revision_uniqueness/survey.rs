@@ -4,9 +4,14 @@ use olm_guard_core::protocol::ListAllResourcesRequest;
 use olm_guard_core::{Cluster, ClusterExt, ContextError};
 use olm_guard_olm::cluster_object_set::{API_VERSION, ClusterObjectSet, KIND};
 
+/// The fields rule 4 reads of the other ClusterObjectSets (besides
+/// metadata). A ClusterObjectSet carries its phases' whole manifests; asking
+/// for these alone keeps a 10,000-object list small.
+const FIELDS_READ: [&str; 3] = ["spec.group", "spec.revision", "spec.lifecycleState"];
+
 /// Rule 4's one list of every ClusterObjectSet.
 pub(super) fn list_all(cluster: &dyn Cluster) -> Result<Vec<ClusterObjectSet>, ContextError> {
-    cluster.list_all_as(&ListAllResourcesRequest::new(API_VERSION, KIND))
+    cluster.list_all_as(&ListAllResourcesRequest::new(API_VERSION, KIND).field_masks(FIELDS_READ))
 }
 
 /// What one pass over the cluster's ClusterObjectSets says about a group:

@@ -274,9 +274,12 @@ fn rule4_lists_once_and_fails_closed() {
     );
     let lists = counting.list_all_requests.borrow();
     assert_eq!(lists.len(), 1);
+    // Only the fields the rule reads: a ClusterObjectSet's phases carry
+    // whole manifests.
     assert_eq!(
         lists[0],
         ListAllResourcesRequest::new("olm.operatorframework.io/v1", "ClusterObjectSet")
+            .field_masks(["spec.group", "spec.revision", "spec.lifecycleState"])
     );
 
     let verdict = validate(
