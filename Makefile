@@ -78,8 +78,9 @@ test: fmt-check lint dist playground unit sessions
 bench: dist
 	$(CARGO) run --release -p olm-guard-host -- bench --workload all --scale --plot docs/performance-scale.png
 	$(CARGO) run --release -p olm-guard-conformance --bin olm-guard-reference-bench -- --dist dist --testdata testdata
+	@mkdir -p target
 	python3 scripts/audit-snapshot.py 10000 > target/audit-10k.json
-	target/release/olm-guard audit --cluster target/audit-10k.json -o json > target/audit-10k-report.json
+	$(CARGO) run --release -q -p olm-guard-host -- audit --cluster target/audit-10k.json -o json > target/audit-10k-report.json
 
 # deploy/: a ClusterAdmissionPolicy per module and policies.yml for a bare
 # policy-server, generated from the modules' metadata (a test checks drift).
