@@ -410,6 +410,20 @@ fn write(caller: &mut Caller<'_, GuestState>, ptr: i32, bytes: &[u8]) -> wasmtim
         .map_err(|_| wasmtime::format_err!("guest pointer out of bounds"))
 }
 
+/// Writes bytes the host holds for the guest (an answer, an error) at
+/// `ptr`: taken out and put back rather than cloned, since a list answer can
+/// be megabytes.
+fn write_held(
+    caller: &mut Caller<'_, GuestState>,
+    ptr: i32,
+    held: fn(&mut GuestState) -> &mut Vec<u8>,
+) -> wasmtime::Result<()> {
+    let bytes = std::mem::take(held(caller.data_mut()));
+    let written = write(caller, ptr, &bytes);
+    *held(caller.data_mut()) = bytes;
+    written
+}
+
 fn utf8(bytes: Vec<u8>, what: &str) -> wasmtime::Result<String> {
     String::from_utf8(bytes).map_err(|_| wasmtime::format_err!("{what} is not UTF-8"))
 }
@@ -494,12 +508,7 @@ fn link_wapc(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> {
         "wapc",
         "__host_response",
         |mut caller: Caller<'_, GuestState>, ptr: i32| {
-            // Taken and put back rather than cloned: a list answer can be
-            // megabytes.
-            let bytes = std::mem::take(&mut caller.data_mut().host_response);
-            let written = write(&mut caller, ptr, &bytes);
-            caller.data_mut().host_response = bytes;
-            written
+            write_held(&mut caller, ptr, |s| &mut s.host_response)
         },
     )?;
     linker.func_wrap(
@@ -511,12 +520,7 @@ fn link_wapc(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> {
         "wapc",
         "__host_error",
         |mut caller: Caller<'_, GuestState>, ptr: i32| {
-            // Taken and put back rather than cloned: a list answer can be
-            // megabytes.
-            let bytes = std::mem::take(&mut caller.data_mut().host_error);
-            let written = write(&mut caller, ptr, &bytes);
-            caller.data_mut().host_error = bytes;
-            written
+            write_held(&mut caller, ptr, |s| &mut s.host_error)
         },
     )?;
     linker.func_wrap(
