@@ -17,13 +17,17 @@ use olm_guard_core::protocol::{
     GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
 
-/// Answers by request. Errors are not kept: they are cheap and rare, and a
-/// later [`Answers::clear`] could not make them right anyway.
+/// Answers by request, one table per capability. Errors are not kept: they
+/// are cheap and rare, and a later [`Answers::clear`] could not make them
+/// right anyway.
 #[derive(Default)]
 pub(crate) struct Answers {
-    list_all: RwLock<HashMap<ListAllResourcesRequest, Arc<[u8]>>>,
-    list_by_namespace: RwLock<HashMap<ListResourcesByNamespaceRequest, Arc<[u8]>>>,
-    get: RwLock<HashMap<GetResourceRequest, Arc<[u8]>>>,
+    pub(crate) list_all: Kept<ListAllResourcesRequest>,
+    pub(crate) list_by_namespace: Kept<ListResourcesByNamespaceRequest>,
+    /// `disable_cache` asks a live host to skip its 5 s TTL cache; a
+    /// snapshot never changes while it answers, so the kept answer is the
+    /// one it would compute.
+    pub(crate) get: Kept<GetResourceRequest>,
 }
 
 impl Answers {
@@ -31,50 +35,36 @@ impl Answers {
     pub(crate) fn clear(&mut self) {
         *self = Answers::default();
     }
+}
 
-    pub(crate) fn list_all(
-        &self,
-        request: &ListAllResourcesRequest,
-        compute: impl FnOnce() -> Result<Vec<u8>, ContextError>,
-    ) -> Result<Vec<u8>, ContextError> {
-        cached(&self.list_all, request, compute)
-    }
+/// Serialised answers keyed by request.
+pub(crate) struct Kept<K>(RwLock<HashMap<K, Arc<[u8]>>>);
 
-    pub(crate) fn list_by_namespace(
-        &self,
-        request: &ListResourcesByNamespaceRequest,
-        compute: impl FnOnce() -> Result<Vec<u8>, ContextError>,
-    ) -> Result<Vec<u8>, ContextError> {
-        cached(&self.list_by_namespace, request, compute)
-    }
-
-    pub(crate) fn get(
-        &self,
-        request: &GetResourceRequest,
-        compute: impl FnOnce() -> Result<Vec<u8>, ContextError>,
-    ) -> Result<Vec<u8>, ContextError> {
-        // `disable_cache` asks a live host to skip its 5 s TTL cache; a
-        // snapshot never changes while it answers, so the answer is the same.
-        cached(&self.get, request, compute)
+impl<K> Default for Kept<K> {
+    fn default() -> Self {
+        Kept(RwLock::default())
     }
 }
 
-/// The answer to `request` from `cache`, or from `compute` (kept when it
-/// succeeds). A poisoned lock only means another evaluation panicked while
-/// holding it: the answer is computed again rather than failing this one.
-fn cached<K: Hash + Eq + Clone>(
-    cache: &RwLock<HashMap<K, Arc<[u8]>>>,
-    request: &K,
-    compute: impl FnOnce() -> Result<Vec<u8>, ContextError>,
-) -> Result<Vec<u8>, ContextError> {
-    if let Ok(map) = cache.read()
-        && let Some(bytes) = map.get(request)
-    {
-        return Ok(bytes.to_vec());
+impl<K: Hash + Eq + Clone> Kept<K> {
+    /// The answer to `request`, kept or from `compute` (kept when it
+    /// succeeds). A poisoned lock only means another evaluation panicked
+    /// while holding it: the answer is computed again rather than failing
+    /// this one.
+    pub(crate) fn answer(
+        &self,
+        request: &K,
+        compute: impl FnOnce() -> Result<Vec<u8>, ContextError>,
+    ) -> Result<Vec<u8>, ContextError> {
+        if let Ok(map) = self.0.read()
+            && let Some(bytes) = map.get(request)
+        {
+            return Ok(bytes.to_vec());
+        }
+        let bytes = compute()?;
+        if let Ok(mut map) = self.0.write() {
+            map.insert(request.clone(), Arc::from(bytes.as_slice()));
+        }
+        Ok(bytes)
     }
-    let bytes = compute()?;
-    if let Ok(mut map) = cache.write() {
-        map.insert(request.clone(), Arc::from(bytes.as_slice()));
-    }
-    Ok(bytes)
 }

@@ -528,7 +528,7 @@ fn read_rbac(object_ref: &ObjectRef, object: &Value) -> Result<Option<Rbac>, Pro
 
 impl Cluster for Snapshot {
     fn list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-        self.answers.list_all(r, || {
+        self.answers.list_all.answer(r, || {
             self.select(
                 &r.api_version,
                 &r.kind,
@@ -553,7 +553,7 @@ impl Cluster for Snapshot {
                 r.api_version, r.kind
             )));
         }
-        self.answers.list_by_namespace(r, || {
+        self.answers.list_by_namespace.answer(r, || {
             self.select(
                 &r.api_version,
                 &r.kind,
@@ -566,7 +566,7 @@ impl Cluster for Snapshot {
     }
 
     fn get(&self, r: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-        self.answers.get(r, || self.find(r))
+        self.answers.get.answer(r, || self.find(r))
     }
 
     fn can_i(&self, r: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
