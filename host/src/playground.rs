@@ -1,5 +1,5 @@
 //! `olm-guard playground`: serves the browser playground that `make
-//! playground` builds into `dist/playground/` (playground/, issue 19) on
+//! playground` builds into `dist/playground/` (playground/) on
 //! loopback. Static files only: the page evaluates everything in the
 //! browser and sends nothing back.
 

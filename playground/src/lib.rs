@@ -1,5 +1,5 @@
 //! The olm-guard playground: the rules the modules ship, evaluated in the
-//! browser (issue 19). The page (`www/`) hands [`evaluate`] the text of its
+//! browser. The page (`www/`) hands [`evaluate`] the text of its
 //! editors as one JSON document and shows the JSON it answers; nothing
 //! leaves the browser.
 //!

@@ -60,7 +60,7 @@ host calls are answered from the snapshot through olm-guard's ContextHost on
 both (a new one per evaluation). Before timing, both must reach the same
 verdict (allowed or not). Evaluations alternate between the two hosts; the
 table gives the medians (p50), the 90th percentiles and ours / reference of
-the medians, against the goal of 1.0 or less (issue 18). Figures from a debug
+the medians, against the goal of 1.0 or less (docs/performance.md). Figures from a debug
 build are not representative: use a release build (`make bench`).
 
 Inputs:
