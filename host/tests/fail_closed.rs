@@ -6,7 +6,9 @@
 //! refused by the grants (the kind or capability left out of the module's
 //! metadata: Kubewarden's own denial), a transport error, a malformed answer
 //! — and the module must deny, naming what it could not look up. A new rule
-//! is covered as soon as it is in the registry and has scenarios.
+//! is covered as soon as it is in the registry and has scenarios. A host
+//! error of many long lines (policy-server with `RUST_BACKTRACE=1`) must
+//! reach the denial as one bounded line.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -127,6 +129,17 @@ fn lookups(policy: &Policy, cases: &[Case]) -> BTreeMap<Lookup, usize> {
 enum Fault {
     Transport,
     Malformed,
+    /// A transport error with a 6,000-character first line and a backtrace.
+    Verbose,
+}
+
+/// What a policy-server started with `RUST_BACKTRACE=1` could answer.
+fn verbose_host_error() -> String {
+    format!(
+        "{}\n\nStack backtrace:\n{}",
+        "error trying to connect: connection refused (os error 111); ".repeat(100),
+        "   0: policy_server::evaluation::host_callback\n".repeat(60)
+    )
 }
 
 /// A host that answers like the module's own, except for one lookup.
@@ -142,6 +155,7 @@ impl HostCallback for Faulty {
             return match self.fault {
                 Fault::Transport => Err("error trying to connect: connection refused".into()),
                 Fault::Malformed => Ok(b"{\"items\": [1, \"half an answer".to_vec()),
+                Fault::Verbose => Err(verbose_host_error()),
             };
         }
         self.inner.call(binding, ns, op, payload)
@@ -229,7 +243,7 @@ fn every_lookup_of_every_module_fails_closed_naming_itself() {
                 rule.name,
                 response.message()
             );
-            for fault in [Fault::Transport, Fault::Malformed] {
+            for fault in [Fault::Transport, Fault::Malformed, Fault::Verbose] {
                 let host = Faulty {
                     inner: ContextHost::new(
                         case.snapshot.clone(),
@@ -242,12 +256,24 @@ fn every_lookup_of_every_module_fails_closed_naming_itself() {
                     .validate_with_callback(&case.request, &case.settings, Arc::new(host))
                     .unwrap();
                 assert_fails_closed(rule.name, lookup, &format!("{fault:?}"), case, &response);
+                if let Fault::Verbose = fault {
+                    let message = response.message();
+                    assert!(
+                        !message.contains('\n')
+                            && message.contains("connection refused")
+                            && !message.contains("Stack backtrace")
+                            && message.chars().count() < olm_guard_core::text::QUOTE_MAX + 300,
+                        "{}: the host's error is not quoted as one bounded line ({} characters): {message}",
+                        rule.name,
+                        message.chars().count()
+                    );
+                }
             }
             checked += 1;
         }
     }
     eprintln!(
-        "fail closed: {checked} lookups of {} modules, 3 faults each",
+        "fail closed: {checked} lookups of {} modules, 4 faults each",
         RULES.len()
     );
     assert!(checked >= 8, "only {checked} lookups found");

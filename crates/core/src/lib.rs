@@ -34,6 +34,7 @@ pub mod protocol;
 pub mod response;
 pub mod selector;
 pub mod settings;
+pub mod text;
 pub mod verdict;
 
 pub use admission::{AdmissionRequest, GroupVersionKind, Operation, UserInfo};

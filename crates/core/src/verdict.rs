@@ -51,6 +51,9 @@ impl Verdict {
 
     /// Fail closed: a context lookup the rule needs did not answer (500).
     pub fn context_unavailable(what: &str, error: impl std::fmt::Display) -> Verdict {
+        // The host's words, as one bounded line: a backtrace or a page of
+        // text would bury what failed (text::QUOTE_MAX says why the bound).
+        let error = crate::text::one_line(&error.to_string(), crate::text::QUOTE_MAX);
         Verdict {
             code: Some(500),
             ..Verdict::deny(format!(
