@@ -5,8 +5,8 @@
 //! `fn(&AdmissionRequest, &Settings, &dyn Cluster) -> Verdict`.
 //! Whatever JSON arrives, the handlers answer with a verdict, never a trap.
 
-use kubewarden_policy_sdk::response::ValidationResponse;
-use kubewarden_policy_sdk::wapc_guest::{self, CallResult};
+use std::collections::BTreeMap;
+
 use olm_guard_core::evaluate::{check_settings, evaluate_payload};
 use olm_guard_core::protocol::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
@@ -16,10 +16,10 @@ use olm_guard_core::settings::PolicySettings;
 use olm_guard_core::{Capability, Cluster, ContextError, ContextErrorKind, Verdict};
 use serde::Serialize;
 use serde_json::Value;
+use wapc_guest::CallResult;
 
-pub use kubewarden_policy_sdk::protocol_version_guest;
-pub use kubewarden_policy_sdk::wapc_guest::register_function;
 pub use olm_guard_core::evaluate::Rule;
+pub use wapc_guest::register_function;
 
 /// Registers the three waPC operations Kubewarden calls.
 #[macro_export]
@@ -48,7 +48,34 @@ pub fn validate<S: PolicySettings>(payload: &[u8], rule: Rule<S>) -> CallResult 
     respond(&response_of(verdict))
 }
 
-/// The SDK's response type, so the wire format stays Kubewarden's.
+/// What `validate` answers: kubewarden-policy-sdk 0.17's `ValidationResponse`
+/// (kubewarden/policy-sdk-rust, `src/response.rs`) field for field, with
+/// `None` written as `null` as the SDK writes it. The conformance tests read
+/// every module's answers with the SDK's own type.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ValidationResponse {
+    /// Whether the request is admitted.
+    pub accepted: bool,
+    /// Why not, for the user.
+    pub message: Option<String>,
+    /// The HTTP status code of a rejection.
+    pub code: Option<u16>,
+    /// The object to admit instead (a mutation).
+    pub mutated_object: Option<Value>,
+    /// Audit annotations; the rules set none.
+    pub audit_annotations: Option<BTreeMap<String, String>>,
+    /// Warnings for the client.
+    pub warnings: Option<Vec<String>>,
+}
+
+/// The `protocol_version` operation: `"v1"`, the JSON of the SDK's
+/// `ProtocolVersion::V1` (kubewarden/policy-sdk-rust, `src/lib.rs`,
+/// `protocol_version_guest`), which policy-server asks before anything else.
+pub fn protocol_version_guest(_payload: &[u8]) -> CallResult {
+    Ok(serde_json::to_vec("v1")?)
+}
+
+/// The wire form of a verdict.
 pub fn response_of(verdict: Verdict) -> ValidationResponse {
     ValidationResponse {
         accepted: verdict.allowed,
@@ -144,5 +171,47 @@ impl Cluster for HostCluster {
             )
             .on(Capability::CanI, target)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubewarden_policy_sdk::metadata::ProtocolVersion;
+    use kubewarden_policy_sdk::response::ValidationResponse as Sdk;
+    use serde_json::json;
+
+    /// Every field the rules set, and none, against the SDK's own type.
+    #[test]
+    fn responses_are_written_as_the_sdk_writes_them() {
+        let verdicts = [
+            Verdict::accept(),
+            Verdict::deny("no"),
+            Verdict::bad_request("spec.group: expected a string"),
+            Verdict::mutate(json!({"spec": {"group": "g"}})).with_warning("filled spec.group"),
+        ];
+        for verdict in verdicts {
+            let ours = response_of(verdict.clone());
+            let sdk = Sdk {
+                accepted: verdict.allowed,
+                message: verdict.message.clone(),
+                code: verdict.code,
+                mutated_object: verdict.mutated_object.clone(),
+                audit_annotations: None,
+                warnings: (!verdict.warnings.is_empty()).then(|| verdict.warnings.clone()),
+            };
+            assert_eq!(
+                serde_json::to_string(&ours).unwrap(),
+                serde_json::to_string(&sdk).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn the_protocol_version_is_the_sdks() {
+        assert_eq!(
+            protocol_version_guest(b"").unwrap(),
+            serde_json::to_vec(&ProtocolVersion::default()).unwrap()
+        );
     }
 }
