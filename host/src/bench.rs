@@ -74,6 +74,15 @@ pub struct BenchArgs {
 }
 
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    // Before minutes of measuring, not after.
+    #[cfg(not(feature = "plot"))]
+    if let Some(path) = &args.plot {
+        anyhow::bail!(
+            "--plot {}: this olm-guard was built without the `plot` cargo feature (which `make \
+             examples` leaves out); build it with `cargo build -p olm-guard-host`",
+            path.display()
+        );
+    }
     if cfg!(debug_assertions) {
         eprintln!(
             "olm-guard: warning: this is a debug build; its figures are not representative (use `make bench` or `cargo run --release -p olm-guard-host -- bench`)"
@@ -156,8 +165,9 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         println!();
         println!("scale series ({machine}):");
         crate::bench_scale::print_table(&reports);
+        #[cfg(feature = "plot")]
         if let Some(path) = &args.plot {
-            crate::bench_scale::plot(&reports, path, &machine)?;
+            crate::bench_plot::plot(&reports, path, &machine)?;
             eprintln!("bench: wrote {}", path.display());
         }
     }

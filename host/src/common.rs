@@ -37,8 +37,7 @@ impl LimitArgs {
         let dir = match (&self.compile_cache_dir, self.no_compile_cache) {
             (_, true) => None,
             (Some(dir), false) => Some(dir.clone()),
-            (None, false) => olm_guard_oci::default_cache_dir()
-                .and_then(|modules| modules.parent().map(|base| base.join("compiled"))),
+            (None, false) => olm_guard_runtime::cache_home().map(|home| home.join("compiled")),
         };
         if let Some(dir) = dir {
             match Runtime::with_compile_cache(self.limits(), &dir) {

@@ -6,6 +6,8 @@
 mod annotate;
 mod audit;
 mod bench;
+#[cfg(feature = "plot")]
+mod bench_plot;
 mod bench_scale;
 mod common;
 mod inspect;

@@ -1,13 +1,19 @@
 //! `olm-guard pull`: fetch a module from an OCI registry, as `kwctl pull`;
 //! and [`local_policy`], which lets every command that takes `--policy`
 //! take a `registry://` reference too.
+//!
+//! Registry support is the `registry` cargo feature (on by default). A build
+//! without it (`make examples`) keeps every command and flag, and refuses a
+//! registry reference with one line that says how to build it in.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
 
+#[cfg(feature = "registry")]
+use anyhow::Context;
+#[cfg(feature = "registry")]
 use olm_guard_oci::{Cached, Options, PolicyRef, default_cache_dir, pull as oci_pull};
 
 /// How to reach a registry; shared by push, pull and `run --policy registry://…`.
@@ -31,6 +37,7 @@ pub struct RegistryArgs {
     pub cache_dir: Option<PathBuf>,
 }
 
+#[cfg(feature = "registry")]
 impl RegistryArgs {
     pub(crate) fn options(&self) -> Options {
         Options {
@@ -65,6 +72,12 @@ pub struct PullArgs {
     pub registry: RegistryArgs,
 }
 
+#[cfg(not(feature = "registry"))]
+pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
+    Err(without_registry(&args.reference))
+}
+
+#[cfg(feature = "registry")]
 pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
     let reference = PolicyRef::parse(&args.reference)?;
     let options = args.registry.options();
@@ -89,10 +102,34 @@ pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
 /// `registry://` reference the module pulled into the cache (not pulled
 /// again while the tag resolves to the same digest).
 pub fn local_policy(policy: &Path, registry: &RegistryArgs) -> anyhow::Result<PathBuf> {
-    let Some(text) = policy.to_str().filter(|text| PolicyRef::is_registry(text)) else {
+    // `PolicyRef::is_registry`'s test, which a build without the registry
+    // feature needs too, to refuse the reference rather than read it as a path.
+    let Some(text) = policy
+        .to_str()
+        .filter(|text| text.starts_with("registry://"))
+    else {
         return Ok(policy.to_path_buf());
     };
+    fetch(text, registry)
+}
+
+#[cfg(feature = "registry")]
+fn fetch(text: &str, registry: &RegistryArgs) -> anyhow::Result<PathBuf> {
     let reference = PolicyRef::parse(text)?;
     let cached = Cached::fetch(&reference, &registry.options(), &registry.cache_dir()?)?;
     Ok(cached.path)
+}
+
+#[cfg(not(feature = "registry"))]
+fn fetch(text: &str, _: &RegistryArgs) -> anyhow::Result<PathBuf> {
+    Err(without_registry(text))
+}
+
+/// What a build without the `registry` feature says of a registry reference.
+#[cfg(not(feature = "registry"))]
+pub fn without_registry(reference: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{reference}: this olm-guard was built without registry support (cargo feature `registry`, \
+         which `make examples` leaves out); build it with `cargo build -p olm-guard-host`"
+    )
 }

@@ -1,7 +1,6 @@
 //! `olm-guard push`: store an annotated module in an OCI registry, as
 //! `kwctl push` (kubewarden/kubewarden-controller, `crates/kwctl/src/push.rs`).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -39,7 +38,14 @@ pub enum PushFormat {
     Yaml,
 }
 
+#[cfg(not(feature = "registry"))]
 pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
+    Err(crate::pull::without_registry(&args.reference))
+}
+
+#[cfg(feature = "registry")]
+pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
     let module = olm_guard_oci::read_file(&args.module)?;
     let file = args.module.display().to_string();
     let pushed = olm_guard_oci::push(&module, &file, &args.reference, &args.registry.options())?;

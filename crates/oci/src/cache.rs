@@ -12,11 +12,7 @@ use crate::{OciError, Options, PolicyRef, pull, resolve};
 /// The default cache: `$XDG_CACHE_HOME/olm-guard/modules`, else
 /// `~/.cache/olm-guard/modules`.
 pub fn default_cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
-    Some(base.join("olm-guard").join("modules"))
+    Some(olm_guard_runtime::cache_home()?.join("modules"))
 }
 
 /// A module in the cache.

@@ -44,3 +44,24 @@ mod wapc;
 
 pub use metadata::{Metadata, MetadataError};
 pub use wapc::{CallError, HostCallback, Limits, LoadError, Module, Runtime};
+
+/// Where olm-guard keeps what it can compute again, by the XDG base directory
+/// specification: `$XDG_CACHE_HOME/olm-guard`, else `~/.cache/olm-guard`;
+/// `None` when neither variable is set. Compiled modules
+/// ([`Runtime::with_compile_cache`]) and pulled ones each have a directory
+/// below it.
+///
+/// ```
+/// if let Some(dir) = olm_guard_runtime::cache_home() {
+///     assert!(dir.ends_with("olm-guard"));
+/// }
+/// ```
+pub fn cache_home() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".cache"))
+        })?;
+    Some(base.join("olm-guard"))
+}
