@@ -7,38 +7,64 @@
 # rustup wasm32-wasip1 target is absent).
 
 POLICIES := $(notdir $(patsubst %/,%,$(wildcard policies/*/)))
-# The dev profile optimises dependencies (wasmtime) already; one build of the
-# host then serves annotate, the scenario suite and `cargo test`. The host is
-# built by the same command as the unit tests (`--no-run`): a `cargo build -p`
-# unifies other features than `cargo test --workspace`, and wasmtime would be
-# compiled twice.
-HOST     := target/debug/olm-guard
 CARGO    ?= cargo
-HOST_BUILD = $(CARGO) test $(UNIT) --no-run
+HOST     := target/debug/olm-guard
 # Release binaries, wherever cargo puts them.
 RELEASE  := $(or $(CARGO_TARGET_DIR),target)/release
 
-.PHONY: all examples test dist host wasm fmt-check lint unit bench fuzz deploy sessions artifacthub test-deps clean
+# How the host is built depends on what it is for (target-specific values
+# below and in the sub-makes):
+# - `make examples` (and dist, deploy, rule): the CLI alone (`cargo build` of
+#   one binary), no test binaries, no test-only crates, and without the
+#   `registry` and `plot` features (push/pull and bench --plot; the OCI and
+#   HTTP stack and an image encoder), which the verdict table never uses.
+# - `make test`: the host comes out of the test build, which builds every
+#   test binary of the whole workspace in one cargo command. Every cargo
+#   command of `make test` selects the whole workspace (`--workspace`,
+#   nothing excluded): cargo unifies features per command, and a command
+#   that selected less would compile wasmtime and its neighbours again.
+HOST_BUILD = $(CARGO) build -p olm-guard-host --bin olm-guard --no-default-features
+
+# The test build is also the lint: the workspace's own crates are compiled by
+# clippy-driver (as `cargo clippy` runs them, through cargo's
+# RUSTC_WORKSPACE_WRAPPER, with `-D warnings` in CLIPPY_ARGS), the
+# dependencies by rustc. `cargo clippy` would check every dependency a second
+# time, several minutes on two cores. It covers what `cargo clippy --workspace
+# --all-targets` covers here: libraries, binaries and tests, each with and
+# without cfg(test); the workspace has no benches or examples targets.
+# `make lint` is the plain `cargo clippy` for a quick look.
+LINTED     := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings
+TEST_BUILD := $(LINTED) $(CARGO) test --workspace --no-run
+
+.PHONY: all examples test test-side annotate dist host wasm fmt-check lint unit bench fuzz deploy sessions record-replay artifacthub test-deps clean rule
 
 all: examples
 
-UNIT := --workspace --exclude olm-guard-conformance
-
+# `+`: cargo takes its jobs from make's jobserver, so builds that run at the
+# same time (`-j2` below) share two slots instead of taking two each.
 host:
-	$(HOST_BUILD)
+	+$(HOST_BUILD)
 
 wasm:
-	scripts/build-wasm.sh $(POLICIES)
+	+scripts/build-wasm.sh $(POLICIES)
 
 # Annotated modules: metadata.yml (+ README as usage) embedded, like `kwctl annotate`.
 dist: host wasm
+	@$(MAKE) --no-print-directory annotate HOST=$(HOST)
+
+# The annotation step of `dist` alone, with the host and modules already built.
+annotate:
 	@for p in $(POLICIES); do \
 	  $(HOST) annotate --metadata policies/$$p/metadata.yml --usage policies/$$p/README.md \
 	    --output dist/$$p.wasm dist/$$p.wasm || exit 1; \
 	  echo "dist/$$p.wasm ($$(stat -c %s dist/$$p.wasm) bytes, annotated)"; \
 	done
 
-examples: dist
+# The host and the modules build at the same time (two cargo commands with
+# their own target layouts, target/debug and target/wasm32-wasip1): each
+# leaves a core idle for long stretches on its own.
+examples:
+	$(MAKE) --no-print-directory -j2 dist
 	$(HOST) test testdata examples/suites/*.yaml
 
 fmt-check:
@@ -51,25 +77,47 @@ lint:
 test-deps:
 	scripts/test-deps.sh
 
+# Every test binary of the workspace, Kubewarden's own waPC host on every
+# scenario among them (crates/conformance), built with the lint as above.
 unit: test-deps
-	$(CARGO) test $(UNIT)
+	$(LINTED) $(CARGO) test --workspace
 
 SESSIONS := target/sessions
 
 # Record every scenario's host-capability session (kwctl's format), then answer
 # every scenario from those files alone (no cluster.yaml): same verdicts required.
-sessions: dist
+sessions: dist record-replay
+
+record-replay:
 	rm -rf $(SESSIONS)
 	$(HOST) test testdata --record-dir $(SESSIONS)
 	$(HOST) test testdata --replay-dir $(SESSIONS)
 
-# Everything: fmt, clippy, every module built, the playground built, unit and
-# integration tests (the playground's in headless Chromium among them, required
-# here rather than skipped), every scenario recorded and replayed, and
-# Kubewarden's own waPC host on every scenario.
+# Everything: fmt; one build phase of two lines at once (the workspace's test
+# binaries, linted as they compile, with the host among them; beside it the
+# test dependencies, the modules and the playground); the modules annotated; every test binary of the
+# workspace (the playground's in headless Chromium among them, required here
+# rather than skipped; Kubewarden's own waPC host on every scenario; the
+# bounded fuzz run); every scenario recorded and replayed.
 test: export OLM_GUARD_REQUIRE_BROWSER := 1
-test: fmt-check lint dist playground unit sessions
-	$(CARGO) test -p olm-guard-conformance -- --nocapture
+test: fmt-check
+	$(MAKE) --no-print-directory -j2 HOST_BUILD='$(TEST_BUILD)' host test-side
+	$(MAKE) --no-print-directory annotate
+	$(LINTED) $(CARGO) test --workspace -- --skip $(CONFORMANCE_TEST)
+	$(LINTED) $(CARGO) test --workspace --test reference_host -- --nocapture
+	$(MAKE) --no-print-directory record-replay
+
+# Kubewarden's own waPC host on every scenario (crates/conformance), run on its
+# own with its output shown: it prints `reference waPC host: N/N agree`.
+CONFORMANCE_TEST := every_scenario_agrees_with_kubewardens_wapc_host
+
+# Beside the test build, one after the other (apt takes one lock, and the
+# module and playground builds share cargo's target/wasm layout): Debian's
+# test dependencies, the modules, the playground.
+test-side:
+	scripts/test-deps.sh
+	+scripts/build-wasm.sh $(POLICIES)
+	+scripts/build-playground.sh
 
 # Modules vs the same rules compiled natively, on the large built-in inputs;
 # one-shot runs with and without the compile cache; every context-aware module
@@ -116,10 +164,23 @@ clean:
 	rm -rf dist
 	$(CARGO) clean
 
-# The browser playground (playground/, issue 19) in dist/playground/: the rules
+# The browser playground (playground/) in dist/playground/: the rules
 # compiled to wasm32-unknown-unknown with wasm-bindgen, and the page. Serve it
 # with `olm-guard playground`; host/tests/playground_browser.rs drives it in
 # headless Chromium.
 .PHONY: playground
 playground:
 	scripts/build-playground.sh
+
+# One rule's edit-test loop (HACKING.md, "Changing a rule"): the rule's native
+# unit tests, its module rebuilt and annotated, its scenarios through the
+# module. The host is built only when there is none: the loop runs the
+# module, and the host's own copy of the rules plays no part in it.
+#   make rule RULE=catalog-union
+rule:
+	@test -n "$(RULE)" || { echo "make rule RULE=<policy>: one of $(POLICIES)" >&2; exit 2; }
+	$(CARGO) test -p olm-guard-rules --lib -- $(subst -,_,$(RULE))::
+	scripts/build-wasm.sh $(RULE)
+	@test -x $(HOST) || $(HOST_BUILD)
+	@$(MAKE) --no-print-directory annotate POLICIES=$(RULE)
+	$(HOST) test testdata/$(RULE)

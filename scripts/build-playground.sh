@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the browser playground (playground/, issue 19) into dist/playground/:
+# Builds the browser playground (playground/) into dist/playground/:
 # the olm-guard-playground crate for wasm32-unknown-unknown, its wasm-bindgen
 # glue (`--target web`: an ES module, no bundler), and the page in
 # playground/www/. Serve it with `olm-guard playground`.
@@ -61,9 +61,14 @@ ensure_bindgen() {
   # --locked first (the versions wasm-bindgen released with); a registry
   # mirror that lacks one of those (seen: webpki-roots 1.0.11) makes that
   # unresolvable, and then the newest compatible versions are taken.
-  if ! cargo install wasm-bindgen-cli --version "$BINDGEN_VERSION" --locked --root "$TOOLS" >&2; then
+  # Only the `wasm-bindgen` binary, and unoptimised (--debug): it runs once
+  # per playground build on one small module, where an optimised build of
+  # its ~150 crates would cost a fresh machine about a minute more than it
+  # ever saves.
+  local install=(cargo install wasm-bindgen-cli --version "$BINDGEN_VERSION" --debug --bin wasm-bindgen --root "$TOOLS")
+  if ! "${install[@]}" --locked >&2; then
     echo "build-playground: --locked failed; installing with the newest compatible dependencies" >&2
-    cargo install wasm-bindgen-cli --version "$BINDGEN_VERSION" --root "$TOOLS" >&2
+    "${install[@]}" >&2
   fi
 }
 

@@ -511,6 +511,7 @@ fn refusals_are_one_line() {
 /// Push an artifact of the given media types with oci-client itself.
 fn push_artifact(reference: &str, data: &[u8], layer_type: &str, config_type: &str) {
     use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+    olm_guard_oci::crypto_provider();
     let client = oci_client::Client::new(ClientConfig {
         protocol: ClientProtocol::Http,
         ..ClientConfig::default()

@@ -1,4 +1,4 @@
-//! The browser playground (issue 19) in a real browser: headless Chromium
+//! The browser playground in a real browser: headless Chromium
 //! driven over WebDriver (Debian's `chromium` and `chromium-driver`, through
 //! the `fantoccini` client), on the page `make playground` builds into
 //! `dist/playground/`, served by `olm-guard playground`.
@@ -25,6 +25,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
 mod common;
@@ -141,8 +142,7 @@ impl Playground {
         let Value::Object(capabilities) = capabilities else {
             unreachable!()
         };
-        let client = ClientBuilder::rustls()
-            .expect("a WebDriver client")
+        let client = ClientBuilder::new(HttpConnector::new())
             .capabilities(capabilities)
             .connect(&format!("http://127.0.0.1:{port}"))
             .await

@@ -37,6 +37,25 @@ pub use auth::{DockerConfig, docker_config_path};
 pub use cache::{Cached, cache_path, default_cache_dir, write_atomically};
 pub use reference::PolicyRef;
 
+/// Makes ring the process's rustls crypto provider, once; later calls (and a
+/// provider installed earlier by someone else) leave it as it is.
+///
+/// `oci-client` is built with reqwest's `rustls-no-provider`, so whoever
+/// builds a client must install a provider first; every client of this crate
+/// calls this. A program that builds its own `oci_client::Client` beside ours
+/// (a test's second client, say) calls it too. ring rather than rustls'
+/// default aws-lc-rs: same protocols and ciphers for a registry, no C build
+/// of its own (docs/dependencies.md).
+///
+/// ```
+/// olm_guard_oci::crypto_provider();
+/// assert!(rustls::crypto::CryptoProvider::get_default().is_some());
+/// ```
+pub fn crypto_provider() {
+    // Err only when a provider is installed already, which is all we want.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// The config media type of a Kubewarden policy artifact (oci-client
 /// `manifest::WASM_CONFIG_MEDIA_TYPE`, as kwctl pushes it).
 pub const WASM_CONFIG_MEDIA_TYPE: &str = oci_client::manifest::WASM_CONFIG_MEDIA_TYPE;
@@ -349,6 +368,7 @@ impl Session {
             platform_resolver: None,
             ..ClientConfig::default()
         };
+        crypto_provider();
         let client = Client::try_from(config).map_err(|e| OciError::Registry {
             reference: reference.to_string(),
             reason: one_line(&e),
