@@ -99,6 +99,46 @@ pub struct AdmissionResponse {
 }
 
 impl AdmissionResponse {
+    /// policy-server's mutation constraint, for a policy it is not allowed to
+    /// mutate with (`mutating: false`): a response that carries a patch is
+    /// turned into a rejection with policy-server's own message, and the patch
+    /// is dropped (a validating webhook must not send one). Anything else is
+    /// left as it is. kubewarden/kubewarden-controller,
+    /// `crates/policy-server/src/evaluation/admission_response_handler.rs`
+    /// (`AdmissionResponseHandler::apply_mutation_constraint`).
+    ///
+    /// ```
+    /// use olm_guard_core::response::AdmissionResponse;
+    ///
+    /// let patched = AdmissionResponse {
+    ///     allowed: true,
+    ///     patch_type: Some("JSONPatch".into()),
+    ///     patch: Some("W10=".into()),
+    ///     ..Default::default()
+    /// };
+    /// let refused = patched.refusing_mutation("catalog-union");
+    /// assert!(!refused.allowed && refused.patch.is_none());
+    /// assert!(refused.message().contains("configured to not allow mutations"));
+    /// ```
+    pub fn refusing_mutation(self, policy_id: &str) -> AdmissionResponse {
+        if self.patch.is_none() {
+            return self;
+        }
+        AdmissionResponse {
+            allowed: false,
+            status: Some(Status {
+                message: Some(format!(
+                    "Request rejected by policy {policy_id}. The policy attempted to mutate the \
+                     request, but it is currently configured to not allow mutations."
+                )),
+                code: None,
+            }),
+            patch: None,
+            patch_type: None,
+            ..self
+        }
+    }
+
     /// policy-evaluator's conversion: the mutated object becomes an RFC 6902
     /// patch against the request's object.
     pub fn from_validation(request: &Value, response: ValidationResponse) -> AdmissionResponse {

@@ -256,7 +256,7 @@ impl Policy {
         let bytes = self
             .module
             .call("validate", payload, Arc::new(self.host(cluster)))?;
-        response_of(request, &bytes)
+        self.response_of(request, &bytes)
     }
 
     /// `validate` with every host call answered by `host` as it is: no
@@ -270,7 +270,27 @@ impl Policy {
         let payload = serde_json::to_vec(&ValidationPayload { request, settings })
             .map_err(|e| CallError::Guest(e.to_string()))?;
         let bytes = self.module.call("validate", &payload, host)?;
-        response_of(request, &bytes)
+        self.response_of(request, &bytes)
+    }
+
+    /// Whether this policy may mutate: its metadata's `mutating`, which
+    /// policy-server takes as the policy's `mutating` setting by default
+    /// (and `scaffold manifest` writes into it). A module without metadata
+    /// has nothing that forbids it, so its patches stand.
+    pub fn allowed_to_mutate(&self) -> bool {
+        self.metadata.as_ref().is_none_or(|m| m.mutating)
+    }
+
+    /// The AdmissionResponse for the module's `validate` answer `bytes`, as
+    /// policy-server sends it: a patch from a policy that may not mutate is
+    /// a rejection ([`AdmissionResponse::refusing_mutation`]).
+    fn response_of(&self, request: &Value, bytes: &[u8]) -> Result<AdmissionResponse, CallError> {
+        let response = response_of(request, bytes)?;
+        Ok(if self.allowed_to_mutate() {
+            response
+        } else {
+            response.refusing_mutation(&self.name)
+        })
     }
 
     /// A host for this policy's grants over `cluster`.
