@@ -300,7 +300,17 @@ fn single_settings(args: &RunArgs) -> anyhow::Result<Option<PathBuf>> {
         [one] => {
             let path = PathBuf::from(one);
             match one.split_once('=') {
-                Some((_, file)) if !path.exists() => Ok(Some(PathBuf::from(file))),
+                Some((name, file)) if !path.exists() => {
+                    let module = module_path(args)?;
+                    let stem = module.file_stem().map(|s| s.to_string_lossy());
+                    if stem.as_deref() != Some(name) {
+                        bail!(
+                            "--settings {one}: the module is {}, not {name}",
+                            module.display()
+                        );
+                    }
+                    Ok(Some(PathBuf::from(file)))
+                }
                 _ => Ok(Some(path)),
             }
         }
