@@ -60,9 +60,9 @@ Output: by default the verdict, message, warnings and a diff of any mutation,
 one block per object (several modules: a table, object by module, with the
 verdict, pass | fail | warn | error, and the message's first line);
 -o json|yaml prints each AdmissionReview as data (with several modules one per
-object and module, naming them in `policy` and `source`), with the patch
-decoded (`patchOperations`) and applied (`patchedObject`); -o junit a test
-case per object and module.
+object and module, naming them in `policy`, `source` and `operation`), with
+the patch decoded (`patchOperations`) and applied (`patchedObject`); -o junit
+a test case per object and module.
 
 Exit codes: 0 the modules answered (allowed, or denied without --fail-on-deny:
 the verdict is in the output); 1 --fail-on-deny and some object was denied;
