@@ -434,10 +434,10 @@ impl Admission<'_> {
                     .unwrap_or_else(|| "default".into()),
             ),
         };
-        if cluster_scoped {
-            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.remove("namespace");
-            }
+        if cluster_scoped
+            && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.remove("namespace");
         }
         // An object already in the snapshot (from --cluster, or an earlier
         // document) is an UPDATE of it, as `kubectl apply` patches it.
@@ -494,15 +494,14 @@ impl Admission<'_> {
             let sent = current.clone();
             // A mutating module's patch goes to the modules after it; a
             // denial's is never applied.
-            if response.allowed && policy.metadata.mutating {
-                if let Some(patched) = response
+            if response.allowed
+                && policy.metadata.mutating
+                && let Some(patched) = response
                     .patched_object(&current)
                     .with_context(|| format!("{}: {source}: the module's patch", policy.name))?
-                {
-                    if let Some(map) = current.as_object_mut() {
-                        map.insert("object".into(), patched);
-                    }
-                }
+                && let Some(map) = current.as_object_mut()
+            {
+                map.insert("object".into(), patched);
             }
             self.pairs.push(Pair {
                 source: source.clone(),

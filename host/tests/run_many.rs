@@ -378,26 +378,26 @@ fn bad_input_is_one_line_naming_the_document_and_the_fix() {
     )
     .unwrap();
     let kindless = kindless.display().to_string();
-    let cases: Vec<(Vec<&str>, String)> = vec![
+    let cases: [(&[&str], String); 4] = [
         (
-            vec!["all", "--object", &kindless],
+            &["all", "--object", &kindless],
             format!("{kindless}: document 2"),
         ),
         (
-            vec!["all", "--object", CONFLICT, "--settings", "cu.yaml"],
+            &["all", "--object", CONFLICT, "--settings", "cu.yaml"],
             "--settings cu.yaml: with several modules, say which module the settings are for: --settings <module>=cu.yaml".into(),
         ),
         (
-            vec!["og-intersection", "no-such-module", "--object", CONFLICT],
+            &["og-intersection", "no-such-module", "--object", CONFLICT],
             "no module \"no-such-module\"".into(),
         ),
         (
-            vec!["all", "--bundle", "examples/preflight", "-n", "operators"],
+            &["all", "--bundle", "examples/preflight", "-n", "operators"],
             "examples/preflight: not a registry+v1 bundle: examples/preflight/metadata/annotations.yaml is missing".into(),
         ),
     ];
     for (args, expected) in cases {
-        let output = run(&args);
+        let output = run(args);
         let stderr = text(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(&expected), "{args:?}: {stderr}");
