@@ -15,6 +15,7 @@ mod playground;
 mod pull;
 mod push;
 mod run;
+mod run_many;
 mod scaffold;
 mod scaffold_manifest;
 mod session;
@@ -39,6 +40,7 @@ settings were refused, or a module failed (trap, deadline, memory cap).
 
 Examples:
   olm-guard run catalog-union --object cs.yaml
+  olm-guard run all --object install.yaml --cluster cluster.yaml
   olm-guard test testdata
   olm-guard inspect dist/og-intersection.wasm -o yaml"
 )]
@@ -51,7 +53,8 @@ struct Cli {
 enum Command {
     // Boxed: the largest arguments by far (clippy's large_enum_variant).
     /// Evaluate one request, or the objects of a manifest; prints the
-    /// AdmissionReview response.
+    /// AdmissionReview response (with several modules or `all`, a table of
+    /// every object's verdicts).
     Run(Box<run::RunArgs>),
     /// Run every scenario directory below the given ones.
     Test(test::TestArgs),

@@ -28,6 +28,11 @@ Examples:
   kubectl get catalogsource ops -n olm -o yaml | olm-guard run catalog-union --object -
   olm-guard run og-intersection --object og.yaml --cluster cluster.yaml --user alice --group team-a
 
+  # Would this install pass? Every module in dist/ on every document, in order:
+  olm-guard run all --object quickstart-olm.yaml --cluster cluster.yaml --fail-on-deny
+  olm-guard run og-intersection catalog-union --object install.yaml -o junit > junit.xml
+  olm-guard run all --object install.yaml --settings catalog-union=cu.yaml -o json
+
   # A hand-built AdmissionReview (or bare AdmissionRequest), JSON or YAML:
   olm-guard run dist/catalog-union.wasm --request review.json --settings settings.yaml
 
@@ -37,21 +42,41 @@ Examples:
 MODULE is a name in --dist (`catalog-union`), a path to a .wasm file, or
 registry://host[:port]/repo:tag.
 
-Output: by default the verdict, message, warnings and a diff of any mutation,
-one block per object; -o json|yaml prints each AdmissionReview as data, with
-the patch decoded (`patchOperations`) and applied (`patchedObject`).
+Several modules (or `all`, every module in --dist): each document goes only to
+the modules whose metadata rules cover its group, version, resource and
+operation, as policy-server's webhooks are registered; an object no rule
+covers is listed as `(none)`. The documents are admitted in order, as
+`kubectl apply -f` sends them: a namespaced object without a namespace goes in
+-n's (else `default`); one already in the snapshot is an UPDATE of it; and
+each object every module admitted joins the snapshot for the documents after
+it (--independent: judge each against --cluster alone). Mutating modules run
+first, in name order (the API server calls mutating webhooks ordered by
+their configuration's name, and Kubewarden names it after the policy), each
+on the object as the ones before patched it; the others then judge the final
+object. Unlike the API server, every module is evaluated even after a
+denial, so one run names every reason. --settings MODULE=FILE per module.
 
-Exit codes: 0 the module answered (allowed, or denied without --fail-on-deny:
+Output: by default the verdict, message, warnings and a diff of any mutation,
+one block per object (several modules: a table, object by module, with the
+verdict, pass | fail | warn | error, and the message's first line);
+-o json|yaml prints each AdmissionReview as data (with several modules one per
+object and module, naming them in `policy`, `source` and `operation`), with
+the patch decoded (`patchOperations`) and applied (`patchedObject`); -o junit
+a test case per object and module.
+
+Exit codes: 0 the modules answered (allowed, or denied without --fail-on-deny:
 the verdict is in the output); 1 --fail-on-deny and some object was denied;
-2 an input could not be read, the settings were refused, or the module failed
-(trap, deadline, memory cap).")]
+2 an input could not be read (the message names the file and document), the
+settings were refused, or a module failed (trap, deadline, memory cap).")]
 pub struct RunArgs {
     /// The policy module: a name in --dist, a .wasm file or
     /// registry://host[:port]/repo:tag.
+    /// Several modules, or `all` for every module in --dist, evaluate each
+    /// object with the modules whose metadata rules cover it (below).
     #[arg(value_name = "MODULE", required_unless_present = "policy")]
-    pub module: Option<String>,
+    pub modules: Vec<String>,
     /// The policy module (the same as MODULE).
-    #[arg(long, conflicts_with = "module")]
+    #[arg(long, conflicts_with = "modules")]
     pub policy: Option<PathBuf>,
     /// Where modules named by name are.
     #[arg(long, default_value = "dist")]
@@ -59,12 +84,18 @@ pub struct RunArgs {
     #[command(flatten)]
     pub registry: crate::pull::RegistryArgs,
     /// AdmissionReview or AdmissionRequest, JSON or YAML.
-    #[arg(long, required_unless_present_any = ["object", "old_object"], conflicts_with_all = ["object", "old_object"])]
+    #[arg(long, required_unless_present_any = ["objects", "old_object", "bundle"], conflicts_with_all = ["objects", "old_object", "bundle"])]
     pub request: Option<PathBuf>,
-    /// A Kubernetes object (YAML or JSON; `-` for stdin). Every document of
-    /// the file is evaluated; `List`s are unpacked.
-    #[arg(long, value_name = "FILE")]
-    pub object: Option<PathBuf>,
+    /// A Kubernetes object or manifest (YAML or JSON; `-` for stdin); every
+    /// document is evaluated, `List`s are unpacked. Repeatable: the files in
+    /// the order given.
+    #[arg(long = "object", value_name = "FILE")]
+    pub objects: Vec<PathBuf>,
+    /// An OLM registry+v1 bundle directory (`manifests/`,
+    /// `metadata/annotations.yaml`): evaluate the manifests OLM would create
+    /// from it in --namespace, after the --object documents.
+    #[arg(long, value_name = "DIR", requires = "namespace")]
+    pub bundle: Option<PathBuf>,
     /// The stored object, for an UPDATE (or a DELETE).
     #[arg(long, value_name = "FILE")]
     pub old_object: Option<PathBuf>,
@@ -81,9 +112,15 @@ pub struct RunArgs {
     /// The namespace of the request, for objects that name none.
     #[arg(long, short = 'n')]
     pub namespace: Option<String>,
-    /// Policy settings, JSON or YAML.
+    /// Policy settings, JSON or YAML; `MODULE=FILE` for one of several
+    /// modules (repeatable).
+    #[arg(long, value_name = "[MODULE=]FILE")]
+    pub settings: Vec<String>,
+    /// With several modules: judge every document against --cluster alone,
+    /// instead of adding each admitted object to the snapshot the documents
+    /// after it are judged against.
     #[arg(long)]
-    pub settings: Option<PathBuf>,
+    pub independent: bool,
     #[command(flatten)]
     pub snapshot: SnapshotArgs,
     #[command(flatten)]
@@ -95,13 +132,16 @@ pub struct RunArgs {
     /// and first bytes (or the error), also when the module fails.
     #[arg(long)]
     pub trace: bool,
-    /// Exit 1 when the module denies any of the requests (a gate for CI).
+    /// Exit 1 when a module denies any of the requests (a gate for CI).
     #[arg(long)]
     pub fail_on_deny: bool,
-    /// `text`: the verdict, message, warnings and a diff of any mutation;
-    /// `json`/`yaml`: the AdmissionReview (one document per object), with
+    /// `text`: the verdict, message, warnings and a diff of any mutation
+    /// (with several modules: the table); `table`: object × module, the
+    /// verdict and the message's first line; `json`/`yaml`: the
+    /// AdmissionReview (one document per object and module), with
     /// `patchOperations` and `patchedObject` beside `response` when the
-    /// module mutated the object.
+    /// module mutated the object; `junit`: a test case per object and
+    /// module.
     #[arg(short, long, value_enum, default_value_t = RunOutput::Text)]
     pub output: RunOutput,
     #[command(flatten)]
@@ -112,17 +152,22 @@ pub struct RunArgs {
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RunOutput {
     Text,
+    Table,
     Json,
     Yaml,
+    Junit,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if crate::run_many::applies(&args) {
+        return crate::run_many::run(args);
+    }
     // The module first: a misspelt name is the likelier fault, and stdin
     // should not be consumed for nothing.
     let module_path = module_path(&args)?;
     let requests = requests(&args)?;
-    let settings = admission::settings_object(match &args.settings {
-        Some(path) => Some(admission::read_document(path)?),
+    let settings = admission::settings_object(match single_settings(&args)? {
+        Some(path) => Some(admission::read_document(&path)?),
         None => None,
     })
     .context("--settings")?;
@@ -168,7 +213,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         let label_context = || format!("{}: {label}", module_path.display());
         match args.output {
-            RunOutput::Text => {
+            // `table` and `junit` go to the several-module path.
+            RunOutput::Text | RunOutput::Table | RunOutput::Junit => {
                 crate::show::write_text(&mut out, request, &response).with_context(label_context)?
             }
             RunOutput::Json => {
@@ -246,18 +292,53 @@ fn warn_about_missing_context(policy: &Policy, args: &RunArgs, requests: &[(Stri
     }
 }
 
+/// The settings file of the one module: `--settings FILE`, or
+/// `--settings NAME=FILE` naming it.
+fn single_settings(args: &RunArgs) -> anyhow::Result<Option<PathBuf>> {
+    match args.settings.as_slice() {
+        [] => Ok(None),
+        [one] => {
+            let path = PathBuf::from(one);
+            match one.split_once('=') {
+                Some((name, file)) if !path.exists() => {
+                    let module = module_path(args)?;
+                    let stem = module.file_stem().map(|s| s.to_string_lossy());
+                    if stem.as_deref() != Some(name) {
+                        bail!(
+                            "--settings {one}: the module is {}, not {name}",
+                            module.display()
+                        );
+                    }
+                    Ok(Some(PathBuf::from(file)))
+                }
+                _ => Ok(Some(path)),
+            }
+        }
+        _ => bail!(
+            "--settings is given {} times for one module",
+            args.settings.len()
+        ),
+    }
+}
+
 /// The module file: `--policy`, or MODULE as a path, a registry reference or
 /// a name in `--dist`.
 fn module_path(args: &RunArgs) -> anyhow::Result<PathBuf> {
     if let Some(path) = &args.policy {
         return Ok(path.clone());
     }
-    let module = args.module.as_deref().unwrap_or_default();
+    let module = args.modules.first().map(String::as_str).unwrap_or_default();
+    resolve_module(module, &args.dist)
+}
+
+/// MODULE as a path (`.wasm`, or with a directory), a registry reference, or
+/// a name in `dist`.
+pub(crate) fn resolve_module(module: &str, dist: &Path) -> anyhow::Result<PathBuf> {
     let as_path = Path::new(module);
     if module.contains("://") || module.ends_with(".wasm") || as_path.components().count() > 1 {
         return Ok(as_path.to_path_buf());
     }
-    let in_dist = args.dist.join(format!("{module}.wasm"));
+    let in_dist = dist.join(format!("{module}.wasm"));
     if !in_dist.exists() {
         bail!(
             "no module {module:?}: {} does not exist (build the modules with `make dist`, pass --dist DIR, or give a path to a .wasm file)",
@@ -275,10 +356,10 @@ fn requests(args: &RunArgs) -> anyhow::Result<Vec<(String, Value)>> {
             .with_context(|| path.display().to_string())?;
         return Ok(vec![(path.display().to_string(), request)]);
     }
-    let objects = match &args.object {
-        Some(path) => objects_of(path)?,
-        None => Vec::new(),
-    };
+    let mut objects = Vec::new();
+    for path in &args.objects {
+        objects.extend(objects_of(path)?);
+    }
     let old = match &args.old_object {
         Some(path) => {
             let mut old = objects_of(path)?;
@@ -322,7 +403,7 @@ fn requests(args: &RunArgs) -> anyhow::Result<Vec<(String, Value)>> {
 /// Every object of a manifest file (`-`: stdin), labelled `file: document N`
 /// (`: items[M]` inside a List); a document that is not an object is an error
 /// naming it.
-fn objects_of(path: &Path) -> anyhow::Result<Vec<(String, Value)>> {
+pub(crate) fn objects_of(path: &Path) -> anyhow::Result<Vec<(String, Value)>> {
     let (source, text) = if path == Path::new("-") {
         let mut text = String::new();
         std::io::stdin()
@@ -370,7 +451,7 @@ fn warn_if_not_routed(policy: &Policy, request: &Value, label: &str) {
 }
 
 /// The module's failure, with the flag that lifts a limit it hit.
-fn with_hint(error: CallError, limits: &LimitArgs) -> anyhow::Error {
+pub(crate) fn with_hint(error: CallError, limits: &LimitArgs) -> anyhow::Error {
     let hint = match &error {
         CallError::DeadlineExceeded(_) => format!(
             " (raise it with --timeout-ms, now {}; policy-server's default is 2000)",

@@ -361,7 +361,7 @@ pub fn junit(outcomes: &[scenario::Outcome], incomplete: &[(PathBuf, String)]) -
 
 /// Text as XML character data or an attribute value; characters XML 1.0
 /// cannot hold (control characters a message might quote) become U+FFFD.
-fn xml_escape(text: &str) -> String {
+pub(crate) fn xml_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

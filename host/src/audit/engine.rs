@@ -94,7 +94,9 @@ pub struct Subject {
 }
 
 impl Subject {
-    fn of(object: &Value, api_resources: &ApiResources) -> Subject {
+    /// The subject `object` names; `api_resources` says whether its kind is
+    /// cluster-scoped.
+    pub fn of(object: &Value, api_resources: &ApiResources) -> Subject {
         let meta = ObjectMeta::of(object);
         let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or("");
         let api_version = text("apiVersion").to_string();
@@ -314,16 +316,10 @@ pub fn load_policies(
     runtime: &Runtime,
     policies: &Path,
     metadata_dir: &Path,
-    mut settings: BTreeMap<String, Value>,
+    settings: BTreeMap<String, Value>,
 ) -> anyhow::Result<Vec<AuditPolicy>> {
     let paths: Vec<PathBuf> = if policies.is_dir() {
-        let mut paths: Vec<PathBuf> = std::fs::read_dir(policies)
-            .with_context(|| format!("cannot read {}", policies.display()))?
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|path| path.extension().is_some_and(|e| e == "wasm"))
-            .collect();
-        paths.sort();
-        paths
+        module_files(policies)?
     } else {
         vec![policies.to_path_buf()]
     };
@@ -333,12 +329,43 @@ pub fn load_policies(
             policies.display()
         );
     }
+    let modules = paths
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (name, path)
+        })
+        .collect();
+    load_modules(runtime, modules, metadata_dir, settings)
+}
+
+/// The `.wasm` files of `dir`, sorted by name.
+pub fn module_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "wasm"))
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
+/// The modules `modules` (name, file), compiled once, each with its
+/// settings from `settings` (`name` → document) or `{}`, checked by the
+/// module's `validate_settings`; a module without metadata (embedded, or a
+/// `metadata.yml` under `metadata_dir/<name>/`) is an error, as is a
+/// settings entry for no module.
+pub fn load_modules(
+    runtime: &Runtime,
+    modules: Vec<(String, PathBuf)>,
+    metadata_dir: &Path,
+    mut settings: BTreeMap<String, Value>,
+) -> anyhow::Result<Vec<AuditPolicy>> {
     let mut loaded = Vec::new();
-    for path in paths {
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+    for (name, path) in modules {
         let mut policy = Policy::load(runtime, &path, None)?;
         if policy.metadata.is_none() {
             // A module built but not annotated: its project's metadata.yml.
@@ -368,8 +395,7 @@ pub fn load_policies(
     }
     if let Some(name) = settings.keys().next() {
         bail!(
-            "--settings {name}=...: no module {name}.wasm in {} (modules: {})",
-            policies.display(),
+            "--settings {name}=...: no module {name} among the modules evaluated ({})",
             loaded
                 .iter()
                 .map(|p| p.name.as_str())

@@ -2,10 +2,12 @@
 //! evaluated as Kubewarden's audit scanner evaluates stored objects
 //! (docs/audit.md).
 
-mod engine;
+// `run` with several modules loads them, names objects and prints its
+// table with the audit's code.
+pub(crate) mod engine;
 mod html;
 mod report;
-mod table;
+pub(crate) mod table;
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -144,7 +146,8 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     match args.output {
         Output::Table => {
             let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            table::write(&mut out, &audit, &findings, args.show_pass, colour)?;
+            let names: Vec<&str> = audit.policies.iter().map(|p| p.name.as_str()).collect();
+            table::write(&mut out, &names, &findings, args.show_pass, colour)?;
         }
         Output::Json => {
             serde_json::to_writer_pretty(&mut out, &to_json(&audit, &findings))?;
@@ -178,7 +181,7 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `--settings name=file` → name → settings document.
-fn read_settings(pairs: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
+pub(crate) fn read_settings(pairs: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
     let mut settings = BTreeMap::new();
     for pair in pairs {
         let Some((name, file)) = pair.split_once('=') else {

@@ -1,9 +1,10 @@
-//! The default output: the results grouped by object, then a count per
-//! policy. Colour only on a terminal (and not with `NO_COLOR`).
+//! The default output of `audit` and of `run` with several modules: the
+//! results grouped by object, then a count per policy. Colour only on a
+//! terminal (and not with `NO_COLOR`).
 
 use std::io::Write;
 
-use super::engine::{Audit, Finding, Outcome, SNAPSHOT_POLICY};
+use super::engine::{Finding, Outcome, SNAPSHOT_POLICY};
 
 fn paint(outcome: Outcome, colour: bool) -> String {
     let word = format!("{:<5}", outcome.word());
@@ -21,10 +22,13 @@ fn paint(outcome: Outcome, colour: bool) -> String {
 }
 
 /// Writes the table: one block per object with its results (passing ones
-/// only with `show_pass`), then one line per policy with its counts.
+/// only with `show_pass`), in the order of `findings`, then one line per
+/// policy of `policies` with its counts. A finding whose policy is not in
+/// `policies` is shown in its object's block but counted nowhere (`run`
+/// says so for an object no module applies to).
 pub fn write(
     out: &mut impl Write,
-    audit: &Audit,
+    policies: &[&str],
     findings: &[Finding],
     show_pass: bool,
     colour: bool,
@@ -33,10 +37,10 @@ pub fn write(
         .iter()
         .filter(|f| show_pass || f.result != Outcome::Pass)
         .collect();
-    let width = audit
-        .policies
+    let width = policies
         .iter()
-        .map(|p| p.name.len())
+        .map(|p| p.len())
+        .chain(shown.iter().map(|f| f.policy.len()))
         .chain([SNAPSHOT_POLICY.len(), "POLICY".len()])
         .max()
         .unwrap_or(6);
@@ -77,7 +81,7 @@ pub fn write(
         "{:<width$}  {:>5} {:>5} {:>5} {:>5} {:>5}",
         "SUMMARY", "pass", "fail", "warn", "error", "skip"
     )?;
-    let mut names: Vec<&str> = audit.policies.iter().map(|p| p.name.as_str()).collect();
+    let mut names: Vec<&str> = policies.to_vec();
     if findings.iter().any(|f| f.policy == SNAPSHOT_POLICY) {
         names.insert(0, SNAPSHOT_POLICY);
     }
