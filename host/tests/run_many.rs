@@ -432,9 +432,9 @@ fn a_bundle_is_judged_as_olm_would_create_it_in_the_namespace() {
         "json",
     ]);
     let stderr = text(&output.stderr);
-    let reviews = reviews(&output);
+    let first = reviews(&output);
     assert_eq!(
-        verdicts(&reviews),
+        verdicts(&first),
         owned(&[
             ("og.yaml: document 1", "og-intersection", true),
             (
