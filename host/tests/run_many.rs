@@ -84,17 +84,15 @@ const QUICKSTART: &str = "examples/preflight/quickstart-olm.yaml";
 const CONFLICT: &str = "examples/preflight/conflicting-operatorgroups.yaml";
 const BUNDLE: &str = "examples/bundles/memcached-operator";
 
-/// OLM's quickstart manifest through every module: each document reaches
-/// only the modules whose rules cover it (no routing warning), in document
-/// order; the CatalogSource is migrated by catalog-union, with the settings
-/// given to it by name.
-#[test]
-fn the_quickstart_reaches_only_the_modules_whose_rules_cover_each_document() {
+/// `run all` on OLM's quickstart manifest as a cluster admin, with
+/// catalog-union told (by name) to migrate legacy CatalogSources, and `extra`
+/// arguments.
+fn quickstart_by_an_admin(extra: &[&str]) -> Output {
     let dir = tempfile::tempdir().unwrap();
     let settings = dir.path().join("cu.yaml");
     std::fs::write(&settings, "migrateLegacy: true\n").unwrap();
     let settings = format!("catalog-union={}", settings.display());
-    let output = run(&[
+    let mut args = vec![
         "all",
         "--object",
         QUICKSTART,
@@ -104,9 +102,18 @@ fn the_quickstart_reaches_only_the_modules_whose_rules_cover_each_document() {
         "system:masters",
         "--settings",
         &settings,
-        "-o",
-        "json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+/// OLM's quickstart manifest through every module: each document reaches
+/// only the modules whose rules cover it (no routing warning), in document
+/// order; the CatalogSource is migrated by catalog-union, with the settings
+/// given to it by name.
+#[test]
+fn the_quickstart_reaches_only_the_modules_whose_rules_cover_each_document() {
+    let output = quickstart_by_an_admin(&["-o", "json"]);
     let stderr = text(&output.stderr);
     let reviews = reviews(&output);
     assert_eq!(
@@ -154,21 +161,7 @@ fn the_quickstart_reaches_only_the_modules_whose_rules_cover_each_document() {
 /// its first warning), the counts per module (the audit's table).
 #[test]
 fn the_quickstart_table_lists_every_document_and_module() {
-    let dir = tempfile::tempdir().unwrap();
-    let settings = dir.path().join("cu.yaml");
-    std::fs::write(&settings, "migrateLegacy: true\n").unwrap();
-    let settings = format!("catalog-union={}", settings.display());
-    let output = run(&[
-        "all",
-        "--object",
-        QUICKSTART,
-        "--user",
-        "kubernetes-admin",
-        "--group",
-        "system:masters",
-        "--settings",
-        &settings,
-    ]);
+    let output = quickstart_by_an_admin(&[]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let table = text(&output.stdout);
     let blocks: Vec<&str> = table
@@ -272,7 +265,7 @@ fn a_conflicting_operatorgroup_pair_is_caught_because_the_first_joins_the_snapsh
     );
 }
 
-/// The issue's own example: a second OperatorGroup in the same namespace
+/// A second OperatorGroup in the same namespace
 /// and file is checked against the first (OLM's TooManyOperatorGroups); the
 /// namespace comes from -n for objects that name none.
 #[test]
