@@ -113,11 +113,16 @@ CONFORMANCE_TEST := every_scenario_agrees_with_kubewardens_wapc_host
 
 # Beside the test build, one after the other (apt takes one lock, and the
 # module and playground builds share cargo's target/wasm layout): Debian's
-# test dependencies, the modules, the playground.
+# test dependencies, the modules, the playground; last, the CLI as `make
+# examples` builds it (without the registry and plot features), which no
+# other step compiles, linted, in a target directory of its own so that it
+# does not wait for the test build's lock.
 test-side:
 	scripts/test-deps.sh
 	+scripts/build-wasm.sh $(POLICIES)
 	+scripts/build-playground.sh
+	+$(CARGO) clippy -p olm-guard-host --bin olm-guard --no-default-features \
+	  --target-dir $(or $(CARGO_TARGET_DIR),target)/cli-alone -- -D warnings
 
 # Modules vs the same rules compiled natively, on the large built-in inputs;
 # one-shot runs with and without the compile cache; every context-aware module

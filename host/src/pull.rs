@@ -102,15 +102,17 @@ pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
 /// `registry://` reference the module pulled into the cache (not pulled
 /// again while the tag resolves to the same digest).
 pub fn local_policy(policy: &Path, registry: &RegistryArgs) -> anyhow::Result<PathBuf> {
-    // `PolicyRef::is_registry`'s test, which a build without the registry
-    // feature needs too, to refuse the reference rather than read it as a path.
-    let Some(text) = policy
-        .to_str()
-        .filter(|text| text.starts_with("registry://"))
-    else {
+    let Some(text) = policy.to_str().filter(|text| is_registry(text)) else {
         return Ok(policy.to_path_buf());
     };
     fetch(text, registry)
+}
+
+/// Whether a module argument is a `registry://` reference:
+/// `PolicyRef::is_registry`'s test, which a build without the registry
+/// feature needs too, to refuse the reference rather than read it as a path.
+pub fn is_registry(text: &str) -> bool {
+    text.starts_with("registry://")
 }
 
 #[cfg(feature = "registry")]

@@ -267,7 +267,7 @@ fn module_files(args: &RunArgs) -> anyhow::Result<Vec<(String, PathBuf)>> {
             vec![crate::pull::local_policy(&path, &args.registry)?]
         };
         for path in found {
-            let name = if module != ALL && olm_guard_oci::PolicyRef::is_registry(module) {
+            let name = if module != ALL && crate::pull::is_registry(module) {
                 registry_name(module)
             } else {
                 path.file_stem()
