@@ -41,7 +41,8 @@ TEST_BUILD := $(LINTED) $(CARGO) test --workspace --no-run
 all: examples
 
 # `+`: cargo takes its jobs from make's jobserver, so builds that run at the
-# same time (`-j2` below) share two slots instead of taking two each.
+# same time (`-j2` below) share two slots instead of taking two each. (make
+# runs `+` lines even under `make -n`: that prints the test recipe but builds.)
 host:
 	+$(HOST_BUILD)
 
