@@ -45,7 +45,7 @@ pub use reference::PolicyRef;
 /// calls this. A program that builds its own `oci_client::Client` beside ours
 /// (a test's second client, say) calls it too. ring rather than rustls'
 /// default aws-lc-rs: same protocols and ciphers for a registry, no C build
-/// of its own (docs/dependencies.md).
+/// of its own (docs/build.md).
 ///
 /// ```
 /// olm_guard_oci::crypto_provider();
