@@ -8,7 +8,7 @@ use olm_guard_olm::scope::ClusterRoleTemplate;
 /// can only be judged by name (a template may be created before its CRDs),
 /// so other cluster-scoped custom resources are not recognised; a `*`
 /// resource may match any of them and counts as cluster-scoped.
-const CLUSTER_SCOPED: &[(&str, &[&str])] = &[
+pub const CLUSTER_SCOPED: &[(&str, &[&str])] = &[
     (
         "",
         &[

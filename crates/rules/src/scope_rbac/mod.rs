@@ -15,6 +15,8 @@ mod template;
 #[cfg(test)]
 mod tests;
 
+pub use cluster_scoped::CLUSTER_SCOPED;
+
 use olm_guard_core::{AdmissionRequest, Cluster, Operation, PolicySettings, Verdict};
 use olm_guard_olm::scope::{self, SCOPE_INSTANCE, SCOPE_TEMPLATE};
 use serde::{Deserialize, Serialize};

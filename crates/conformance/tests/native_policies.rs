@@ -1,0 +1,221 @@
+//! Every scenario under `testdata/`, judged twice: by the module (the wasm
+//! module in olm-guard's host) and by the native policies generated from
+//! the same rule with the same settings, evaluated as the API server
+//! evaluates ValidatingAdmissionPolicies (`olm_guard_native::admission`,
+//! a maintained CEL interpreter with Kubernetes' authorizer library answered
+//! by the RBAC authorizer over the scenario's cluster).
+//!
+//! A covered scenario agrees when both allow or both deny, and an allowed
+//! one carries the same warnings. A scenario the native form does not
+//! cover (a rule or setting that only the module enforces, a mutation) is
+//! counted as not covered, never as agreeing. The test prints
+//! `native policies: N/N agree` and fails listing every disagreement.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::bail;
+use serde_json::Value;
+
+use olm_guard_conformance::native::SnapshotCluster;
+use olm_guard_conformance::scenario;
+use olm_guard_evaluator::scenario::{PolicyStore, discover};
+use olm_guard_evaluator::{Policy, PolicyError, input};
+use olm_guard_native::admission::{Outcome, Policies};
+use olm_guard_native::{GenerateError, generate};
+use olm_guard_runtime::{Limits, Runtime};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The module's answer, reduced to what a native policy can say.
+#[derive(Debug)]
+enum ModuleAnswer {
+    SettingsRefused,
+    Allowed(Vec<String>),
+    Mutated,
+    Denied(String),
+}
+
+fn module_answer(
+    policy: &Policy,
+    request: &Value,
+    settings: &Value,
+    cluster: Arc<olm_guard_snapshot::Snapshot>,
+) -> anyhow::Result<ModuleAnswer> {
+    match policy.validate_settings(settings) {
+        Ok(()) => {}
+        Err(PolicyError::InvalidSettings(_)) => return Ok(ModuleAnswer::SettingsRefused),
+        Err(e) => bail!("validate_settings: {e}"),
+    }
+    let response = policy.validate(request, settings, cluster)?.response;
+    Ok(if !response.allowed {
+        ModuleAnswer::Denied(response.status.and_then(|s| s.message).unwrap_or_default())
+    } else if response.patch.is_some() {
+        ModuleAnswer::Mutated
+    } else {
+        ModuleAnswer::Allowed(response.warnings.unwrap_or_default())
+    })
+}
+
+/// A native warning without the API server's prefix
+/// ("Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': ").
+fn warning_text(warning: &str) -> &str {
+    warning
+        .split_once("': ")
+        .map(|(_, text)| text)
+        .unwrap_or(warning)
+}
+
+/// A native denial without the API server's prefix.
+fn denial_text(message: &str) -> &str {
+    message
+        .split_once("denied request: ")
+        .map(|(_, text)| text)
+        .unwrap_or(message)
+}
+
+enum Judged {
+    Agree { same_message: Option<bool> },
+    NotCovered(String),
+    Disagree(String),
+}
+
+/// Compiled native policies, by rule and settings: each compiled once, as
+/// the API server compiles a policy once for every request.
+type Compiled = BTreeMap<String, Arc<Policies>>;
+
+fn judge(store: &mut PolicyStore, compiled: &mut Compiled, dir: &Path) -> anyhow::Result<Judged> {
+    let expect = input::read_document(&dir.join("expect.json"))?;
+    let Some(rule) = expect.get("policy").and_then(Value::as_str) else {
+        bail!("expect.json names no policy");
+    };
+    let settings = scenario::settings(dir)?;
+    let request = scenario::request(dir)?;
+    let snapshot = Arc::new(scenario::snapshot(dir)?);
+    let policy = store.get(rule)?;
+    let module = module_answer(&policy, &request, &settings, snapshot.clone())?;
+    // Generated for the scenario's cluster, as `olm-guard scaffold vap
+    // --cluster` generates for a cluster's snapshot.
+    let objects: Vec<Value> = snapshot.objects().cloned().collect();
+    let native = match generate(rule, &settings, Some(&objects)) {
+        Ok(native) => native,
+        Err(GenerateError::Settings { problem, .. }) => {
+            return Ok(match module {
+                ModuleAnswer::SettingsRefused => Judged::Agree { same_message: None },
+                other => Judged::Disagree(format!(
+                    "the generator refused the settings ({problem}); the module answered {other:?}"
+                )),
+            });
+        }
+        Err(e @ (GenerateError::NotNative { .. } | GenerateError::ModuleOnly { .. })) => {
+            return Ok(Judged::NotCovered(e.to_string()));
+        }
+        Err(e) => bail!("{e}"),
+    };
+    if let Some(reason) = olm_guard_native::policies::not_covered(rule, &request, &*snapshot) {
+        return Ok(Judged::NotCovered(format!("{rule}: {reason}")));
+    }
+    let cluster = Arc::new(SnapshotCluster(snapshot));
+    let key = format!("{rule} {settings} {}", serde_json::to_string(&objects)?);
+    let policies = match compiled.get(&key) {
+        Some(policies) => policies.clone(),
+        None => {
+            let policies = Arc::new(Policies::compile(&native.policies)?);
+            compiled.insert(key, policies.clone());
+            policies
+        }
+    };
+    let outcome = policies.evaluate(&request, cluster.clone(), cluster.as_ref());
+    Ok(match (module, outcome) {
+        (ModuleAnswer::SettingsRefused, _) => {
+            Judged::Disagree("the module refused the settings; the generator accepted them".into())
+        }
+        (ModuleAnswer::Mutated, _) => {
+            Judged::NotCovered(format!("{rule}: the module mutates the object"))
+        }
+        (ModuleAnswer::Denied(m), Outcome::Denied { message }) => Judged::Agree {
+            same_message: Some(denial_text(&message) == m),
+        },
+        (ModuleAnswer::Allowed(warnings), Outcome::NotMatched) if warnings.is_empty() => {
+            Judged::Agree { same_message: None }
+        }
+        (ModuleAnswer::Allowed(expected), Outcome::Allowed { warnings }) => {
+            let got: Vec<&str> = warnings.iter().map(|w| warning_text(w)).collect();
+            if got.len() == expected.len() {
+                Judged::Agree {
+                    same_message: (!expected.is_empty()).then(|| got == expected),
+                }
+            } else {
+                Judged::Disagree(format!(
+                    "both allow; module warnings {expected:?}, native warnings {got:?}"
+                ))
+            }
+        }
+        (module, native) => Judged::Disagree(format!("module: {module:?}\n  native: {native:?}")),
+    })
+}
+
+#[test]
+fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<()> {
+    let root = workspace();
+    let dist = root.join("dist");
+    assert!(
+        dist.is_dir(),
+        "{} is missing: run make dist",
+        dist.display()
+    );
+    let scenarios = discover(&[root.join("testdata")])?;
+    assert!(!scenarios.is_empty(), "no scenario under testdata/");
+    let runtime = Runtime::new(Limits::default())?;
+    // Metadata from policies/ when the modules are not annotated yet, as
+    // `olm-guard test` reads it.
+    let mut store = PolicyStore::new(&runtime, dist).with_metadata_dir(root.join("policies"));
+    let mut compiled = Compiled::new();
+
+    let mut agree = 0;
+    let mut same_messages = (0, 0);
+    let mut not_covered: BTreeMap<String, usize> = BTreeMap::new();
+    let mut disagreements = Vec::new();
+    for dir in &scenarios {
+        let name = dir.strip_prefix(&root).unwrap_or(dir).display().to_string();
+        match judge(&mut store, &mut compiled, dir) {
+            Ok(Judged::Agree { same_message }) => {
+                agree += 1;
+                if let Some(same) = same_message {
+                    same_messages.1 += 1;
+                    if same {
+                        same_messages.0 += 1;
+                    }
+                }
+            }
+            Ok(Judged::NotCovered(reason)) => *not_covered.entry(reason).or_default() += 1,
+            Ok(Judged::Disagree(problem)) => disagreements.push(format!("{name}:\n  {problem}")),
+            Err(e) => disagreements.push(format!("{name}: {e:#}")),
+        }
+    }
+    let covered = agree + disagreements.len();
+    eprintln!("native policies: {agree}/{covered} agree");
+    eprintln!(
+        "native policies: the same message text as the module in {}/{} denials and warnings",
+        same_messages.0, same_messages.1
+    );
+    let uncovered: usize = not_covered.values().sum();
+    eprintln!("native policies: {uncovered} scenarios not covered:");
+    for (reason, count) in &not_covered {
+        eprintln!("  {count:4}  {reason}");
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} of {covered} covered scenarios disagree between the module and its native policies:\n{}",
+        disagreements.len(),
+        disagreements.join("\n")
+    );
+    assert!(
+        agree > 0,
+        "no scenario was covered: the comparison would be vacuous"
+    );
+    Ok(())
+}

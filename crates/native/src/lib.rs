@@ -1,0 +1,10 @@
+#![doc = include_str!("../README.md")]
+
+pub mod admission;
+pub mod authorizer;
+pub mod model;
+pub mod policies;
+pub mod strings;
+pub mod values;
+
+pub use policies::{Check, Enforcement, GenerateError, Native, generate};

@@ -1,0 +1,595 @@
+//! catalog-union, natively: a CatalogSource configures exactly one catalog
+//! source (rules 1-4 of `olm_guard_rules::catalog_union`, on today's CRD and
+//! on the union the enhancement proposes), a valid legacy spec is accepted
+//! (rule 5, with `warnLegacy`'s warning), and an UPDATE is judged by what it
+//! changes (rule 7), so that a CatalogSource stored before the policy stays
+//! writable. The problems are computed for `object` and `oldObject` by the
+//! same expressions, so rule 7 compares them as the module does.
+
+use olm_guard_olm::catalog_source::GROUP;
+use olm_guard_rules::catalog_union::Settings;
+
+use super::{Check, Enforcement, GenerateError, Native, cel_string, object_shape};
+use crate::model::{BoundPolicy, MatchResources, NamedExpression, PolicySpec, Validation, named};
+
+/// The rule's name.
+pub const RULE: &str = "catalog-union";
+
+/// Every check of the rule and where it is enforced.
+pub const CHECKS: &[Check] = &[
+    Check::new(
+        "exactly one catalog source: none or several are denied (rules 1 and 2)",
+        Enforcement::Policy,
+        "presence of keys in the object; the CRD patch carries the same rule for the API \
+         server's schema validation",
+    ),
+    Check::new(
+        "no deprecated key beside a union member, and a legacy spec OLM runs as written \
+         (rule 3)",
+        Enforcement::Policy,
+        "keys and values of the object",
+    ),
+    Check::new(
+        "the source names something: a non-empty image or ConfigMap, an address that is \
+         host:port with a port in 1-65535 (rule 4)",
+        Enforcement::Policy,
+        "CEL's matches() with RE2 expressions equivalent to the module's address reader",
+    ),
+    Check::new(
+        "a valid legacy spec is accepted; with warnLegacy, with a warning naming its union \
+         member (rule 5)",
+        Enforcement::Policy,
+        "a second policy with a Warn binding",
+    ),
+    Check::new(
+        "migrateLegacy: rewrite a legacy spec into its union member (rule 6)",
+        Enforcement::ModuleOnly,
+        "a mutation: a ValidatingAdmissionPolicy cannot change the object",
+    ),
+    Check::new(
+        "an UPDATE of a CatalogSource stored broken is allowed, with a warning, when it leaves \
+         the catalog configuration as it was or fixes part of it (rule 7)",
+        Enforcement::Policy,
+        "oldObject's problems are computed by the same expressions and compared",
+    ),
+];
+
+/// Rust's `char::is_whitespace` in RE2 (`\s` lacks `\v` and U+0085; `\pZ`
+/// holds the Unicode spaces).
+const WS: &str = "[\\\\s\\\\x{0B}\\\\x{85}\\\\pZ]";
+
+/// The policies for `settings`.
+pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
+    if settings.migrate_legacy {
+        return Err(GenerateError::NotNative {
+            rule: RULE,
+            setting: "migrateLegacy: true",
+            reason: "rewriting a legacy spec into its union member is a mutation; run the \
+                     module for it",
+        });
+    }
+    let mut variables = Vec::new();
+    variables.extend(problems_of("object", "n", settings));
+    variables.extend(problems_of("oldObject", "o", settings));
+    variables.push(named(
+        "sameConfiguration",
+        "variables.nConfiguration == variables.oConfiguration",
+    ));
+    // Rule 7: a stored object that was already broken, updated without a
+    // new problem.
+    variables.push(named(
+        "storedBroken",
+        "request.operation == 'UPDATE' && oldObject != null && type(oldObject) == map && \
+         variables.oReadable && size(variables.oProblems) > 0",
+    ));
+    variables.push(named(
+        "tolerated",
+        "size(variables.nProblems) > 0 && variables.storedBroken && \
+         (variables.sameConfiguration || variables.nProblems.all(p, p in variables.oProblems))",
+    ));
+    let readable = Validation {
+        expression: format!("({}) && variables.nReadable", object_shape("object")),
+        message: Some(
+            "the CatalogSource cannot be read: spec must be a map, sourceType, image, address \
+             and configMap strings, grpcPodConfig and the union members maps"
+                .into(),
+        ),
+        message_expression: Some(
+            "type(object) != map ? 'request.object must be the CatalogSource being written (a \
+             JSON object); send the whole object with the CREATE or UPDATE' : \
+             type(variables.nSpec) != map ? 'spec must be an object holding ' + \
+             (variables.nUnion ? 'one of catalogImageSource, catalogServiceSource or \
+             configMapSource' : 'sourceType and one of image, address or configMap') + ', but \
+             it is ' + (type(variables.nSpec) == list ? 'a list' : type(variables.nSpec) == \
+             string ? 'a string' : type(variables.nSpec) == bool ? 'a boolean' : 'a number') + \
+             '; write spec as a mapping' : ''"
+                .into(),
+        ),
+        reason: Some("Invalid".into()),
+    };
+    let one_source = Validation {
+        expression: "size(variables.nProblems) == 0 || variables.tolerated".into(),
+        message: Some("spec must configure exactly one catalog source".into()),
+        message_expression: Some("variables.nProblems.join('; ')".into()),
+        reason: Some("Invalid".into()),
+    };
+    let rules = vec![crate::model::rule_for(
+        GROUP,
+        "catalogsources",
+        &["CREATE", "UPDATE"],
+    )];
+    let deny = BoundPolicy::new(
+        "olm-guard-catalog-union",
+        RULE,
+        "a CatalogSource configures exactly one catalog source, as OLM runs it",
+        PolicySpec {
+            failure_policy: "Fail".into(),
+            param_kind: None,
+            match_constraints: MatchResources {
+                resource_rules: rules.clone(),
+            },
+            match_conditions: Vec::new(),
+            variables: variables.clone(),
+            validations: vec![readable, one_source],
+        },
+        &["Deny"],
+    );
+    let mut warnings = vec![Validation {
+        expression: "!variables.tolerated".into(),
+        message: Some("this CatalogSource already breaks catalog-union".into()),
+        message_expression: Some(
+            "variables.sameConfiguration ? 'this CatalogSource already breaks catalog-union and \
+             this update leaves its catalog configuration as it was, so the update is allowed; \
+             fix it: ' + variables.nProblems.join('; ') : 'this update fixes part of what this \
+             CatalogSource breaks in catalog-union, so it is allowed; still to fix: ' + \
+             variables.nProblems.join('; ')"
+                .into(),
+        ),
+        reason: None,
+    }];
+    if settings.warn_legacy {
+        warnings.push(Validation {
+            expression: "!(size(variables.nProblems) == 0 && \
+                         variables.nAlternatives == ['legacy'])"
+                .into(),
+            message: Some("the deprecated legacy fields configure this catalog".into()),
+            message_expression: Some(format!(
+                "'the deprecated ' + {keys} + ' configure this catalog; write ' + \
+                 {replacement} + ' instead' + (variables.nUnportable != '' ? '; but ' + \
+                 variables.nUnportableReason + ', so that form would drop ' + \
+                 variables.nUnportable : '')",
+                keys = join_and("variables.nLegacyKeys.map(k, 'spec.' + k)"),
+                replacement = "variables.nReplacement",
+            )),
+            reason: None,
+        });
+    }
+    let warn = BoundPolicy::new(
+        "olm-guard-catalog-union-warnings",
+        RULE,
+        "warns where the module allows with a warning",
+        PolicySpec {
+            failure_policy: "Fail".into(),
+            param_kind: None,
+            match_constraints: MatchResources {
+                resource_rules: rules,
+            },
+            match_conditions: Vec::new(),
+            variables,
+            validations: warnings,
+        },
+        &["Warn"],
+    );
+    Ok(Native {
+        rule: RULE,
+        policies: vec![deny, warn],
+        schema_patches: Vec::new(),
+        checks: CHECKS,
+    })
+}
+
+/// The pod fields both `grpcPodConfig` and `podSpecOverrides` hold have
+/// the types the module reads: nodeSelector a map of strings, tolerations a
+/// list of tolerations, priorityClassName a string.
+fn pod_fields(x: &str) -> String {
+    let string_or_null =
+        |f: &str| format!("(!('{f}' in t) || t.{f} == null || type(t.{f}) == string)");
+    format!(
+        "((!('nodeSelector' in {x}) || {x}.nodeSelector == null || \
+         (type({x}.nodeSelector) == map && {x}.nodeSelector.all(k, type({x}.nodeSelector[k]) == \
+         string))) && (!('tolerations' in {x}) || {x}.tolerations == null || \
+         (type({x}.tolerations) == list && {x}.tolerations.all(t, type(t) == map && {key} && \
+         {operator} && {value} && {effect} && (!('tolerationSeconds' in t) || \
+         t.tolerationSeconds == null || type(t.tolerationSeconds) == int)))) && \
+         (!('priorityClassName' in {x}) || {x}.priorityClassName == null || \
+         type({x}.priorityClassName) == string))",
+        key = string_or_null("key"),
+        operator = string_or_null("operator"),
+        value = string_or_null("value"),
+        effect = string_or_null("effect"),
+    )
+}
+
+/// `items` (a CEL list of distinct strings) as "a", "a and b", "a, b and c".
+fn join_and(items: &str) -> String {
+    format!(
+        "(size({items}) == 0 ? '' : size({items}) == 1 ? {items}[0] : \
+         {items}.filter(x, x != {items}[size({items}) - 1]).join(', ') + ' and ' + \
+         {items}[size({items}) - 1])"
+    )
+}
+
+/// The variables computing the problems of `object` (a request variable)
+/// under the prefix `p`: `{p}Spec`, `{p}Readable`, `{p}Problems`, ...
+fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpression> {
+    let legacy_counts = settings.allow_legacy || settings.migrate_legacy;
+    let union_by_settings =
+        settings.warn_legacy || settings.migrate_legacy || !settings.allow_legacy;
+    let s = format!("variables.{p}Spec");
+    let v = |name: &str| format!("variables.{p}{name}");
+    let present = |key: &str| format!("('{key}' in {s} && {s}.{key} != null)");
+    let string_of = |key: &str| format!("({present} ? {s}.{key} : '')", present = present(key));
+    let empty = |value: &str| format!("{value}.matches('^{WS}*$')");
+    let what = |value: &str| format!("({} ? 'empty' : '')", empty(value));
+    let address_problem = |field: &str, key_present: &str, value: &str| {
+        format!(
+            "(!{key_present} ? ['{field} is missing: write the host:port of the running \
+             registry, e.g. my-registry.my-namespace.svc:50051'] : {empty_value} ? ['{field} is \
+             empty: write the host:port of the running registry, e.g. \
+             my-registry.my-namespace.svc:50051'] : {why} == '' ? [] : ['{field} \"' + {value} + \
+             '\" is not host:port (' + {why} + '); write it as e.g. \
+             my-registry.my-namespace.svc:50051'])",
+            empty_value = empty(value),
+            why = address_why(value),
+        )
+    };
+    let terms_union = v("Union");
+    let how = format!(
+        "({terms_union} ? 'set exactly one of {}' : 'set {}')",
+        HOW_TO_CONFIGURE, HOW_TO_CONFIGURE_LEGACY
+    );
+    let replacement_of = "{'image': 'spec.catalogImageSource.catalogImage', 'address': \
+                          'spec.catalogServiceSource.address', 'configMap': \
+                          'spec.configMapSource.configMap', 'grpcPodConfig': \
+                          'spec.catalogImageSource.podSpecOverrides', 'sourceType': 'the member \
+                          key itself (catalogImageSource, catalogServiceSource or \
+                          configMapSource)'}";
+    let source_type = string_of("sourceType");
+    let mut out = vec![
+        named(
+            &format!("{p}Spec"),
+            &format!(
+                "{object} == null || type({object}) != map || !('spec' in {object}) || \
+                 {object}.spec == null ? {{}} : {object}.spec"
+            ),
+        ),
+        named(
+            &format!("{p}Readable"),
+            &format!(
+                "type({s}) == map && \
+                 ['sourceType', 'image', 'address', 'configMap'].all(k, !(k in {s}) || \
+                 {s}[k] == null || type({s}[k]) == string) && \
+                 ['grpcPodConfig', 'catalogImageSource', 'catalogServiceSource', \
+                 'configMapSource'].all(k, !(k in {s}) || {s}[k] == null || type({s}[k]) == map) \
+                 && (!{ims} || ((!('catalogImage' in {s}.catalogImageSource) || \
+                 {s}.catalogImageSource.catalogImage == null || \
+                 type({s}.catalogImageSource.catalogImage) == string) && \
+                 (!('podSpecOverrides' in {s}.catalogImageSource) || \
+                 {s}.catalogImageSource.podSpecOverrides == null || \
+                 type({s}.catalogImageSource.podSpecOverrides) == map))) && \
+                 (!{sss} || !('address' in {s}.catalogServiceSource) || \
+                 {s}.catalogServiceSource.address == null || \
+                 type({s}.catalogServiceSource.address) == string) && \
+                 (!{cms} || !('configMap' in {s}.configMapSource) || \
+                 {s}.configMapSource.configMap == null || \
+                 type({s}.configMapSource.configMap) == string) && \
+                 (!{gpc} || {pod_gpc}) && (!{ims} || !('podSpecOverrides' in \
+                 {s}.catalogImageSource) || {s}.catalogImageSource.podSpecOverrides == null || \
+                 {pod_ims})",
+                pod_gpc = pod_fields(&format!("{s}.grpcPodConfig")),
+                pod_ims = pod_fields(&format!("{s}.catalogImageSource.podSpecOverrides")),
+                ims = present("catalogImageSource"),
+                sss = present("catalogServiceSource"),
+                cms = present("configMapSource"),
+                gpc = present("grpcPodConfig"),
+            ),
+        ),
+        // The catalog configuration (rule 7): the eight keys, null when absent.
+        named(
+            &format!("{p}Configuration"),
+            &format!(
+                "type({s}) != map ? [] : ['sourceType', 'image', 'address', 'configMap', \
+                 'grpcPodConfig', 'catalogImageSource', 'catalogServiceSource', \
+                 'configMapSource'].map(k, k in {s} ? {s}[k] : null)"
+            ),
+        ),
+        named(
+            &format!("{p}Deprecated"),
+            &format!(
+                "['sourceType', 'image', 'address', 'configMap', 'grpcPodConfig'].filter(k, k in \
+                 {s} && {s}[k] != null)"
+            ),
+        ),
+        named(
+            &format!("{p}Members"),
+            &format!(
+                "['catalogImageSource', 'catalogServiceSource', 'configMapSource'].filter(k, k in \
+                 {s} && {s}[k] != null)"
+            ),
+        ),
+        named(
+            &format!("{p}Union"),
+            &format!("size({}) > 0 || {union_by_settings}", v("Members")),
+        ),
+        named(
+            &format!("{p}Alternatives"),
+            &format!(
+                "{} + ({legacy_counts} && {} && ({} || {} || {}) ? ['legacy'] : [])",
+                v("Members"),
+                present("sourceType"),
+                present("image"),
+                present("address"),
+                present("configMap"),
+            ),
+        ),
+        // grpcPodConfig's fields that podSpecOverrides cannot hold.
+        named(
+            &format!("{p}UnportableFields"),
+            &format!(
+                "!{gpc} ? [] : ['affinity', 'securityContextConfig', 'extractContent', \
+                 'memoryTarget'].filter(f, f in {s}.grpcPodConfig && {s}.grpcPodConfig[f] != \
+                 null).map(f, 'spec.grpcPodConfig.' + f)",
+                gpc = present("grpcPodConfig"),
+            ),
+        ),
+        named(&format!("{p}Unportable"), &join_and(&v("UnportableFields"))),
+        named(
+            &format!("{p}UnportableReason"),
+            &format!(
+                "{} + ' has no place in spec.catalogImageSource.podSpecOverrides, which holds \
+                 only nodeSelector, tolerations and priorityClassName'",
+                v("Unportable")
+            ),
+        ),
+        // The legacy source's keys and its union member, for rule 5's warning.
+        named(
+            &format!("{p}LegacyKeys"),
+            &format!(
+                "{image} ? (['sourceType', 'image'] + ({gpc} ? ['grpcPodConfig'] : [])) : \
+                 {source_type} == 'grpc' ? ['sourceType', 'address'] : ['sourceType', \
+                 'configMap']",
+                image = present("image"),
+                gpc = present("grpcPodConfig"),
+            ),
+        ),
+        named(
+            &format!("{p}Replacement"),
+            &format!(
+                "{image} ? 'spec.catalogImageSource.catalogImage: \"' + {img} + '\"' : \
+                 {source_type} == 'grpc' ? 'spec.catalogServiceSource: {{\"address\":\"' + \
+                 {addr} + '\"}}' : 'spec.configMapSource: {{\"configMap\":\"' + {cm} + '\"}}'",
+                image = present("image"),
+                img = string_of("image"),
+                addr = string_of("address"),
+                cm = string_of("configMap"),
+            ),
+        ),
+    ];
+    // Rule 3 beside a member: each deprecated key is a problem.
+    let stray = format!(
+        "{dep}.map(k, 'spec.' + k + ' is deprecated and OLM ignores it beside spec.' + \
+         {members}[0] + ': remove it' + (k == 'sourceType' ? '' : k == 'grpcPodConfig' && \
+         {unportable} != '' ? ' (its replacement is ' + {replacement_of}[k] + ', but ' + \
+         {reason} + ')' : ' (its replacement is ' + {replacement_of}[k] + ')'))",
+        dep = v("Deprecated"),
+        members = v("Members"),
+        unportable = v("Unportable"),
+        reason = v("UnportableReason"),
+    );
+    // Rule 4 for the member.
+    let member_problem = format!(
+        "({members}[0] == 'catalogImageSource' ? (!('catalogImage' in {s}.catalogImageSource) \
+         || {s}.catalogImageSource.catalogImage == null ? \
+         ['spec.catalogImageSource.catalogImage is missing: name the operator-registry image to \
+         serve, e.g. quay.io/operatorhubio/catalog:latest'] : \
+         {img_empty} ? ['spec.catalogImageSource.catalogImage is empty: name the \
+         operator-registry image to serve, e.g. quay.io/operatorhubio/catalog:latest'] : []) : \
+         {members}[0] == 'catalogServiceSource' ? {service} : (!('configMap' in \
+         {s}.configMapSource) || {s}.configMapSource.configMap == null ? \
+         ['spec.configMapSource.configMap is missing: name the ConfigMap in this namespace that \
+         holds the catalog'] : {cm_empty} ? ['spec.configMapSource.configMap is empty: name the \
+         ConfigMap in this namespace that holds the catalog'] : []))",
+        members = v("Members"),
+        img_empty = empty(&format!("{s}.catalogImageSource.catalogImage")),
+        cm_empty = empty(&format!("{s}.configMapSource.configMap")),
+        service = address_problem(
+            "spec.catalogServiceSource.address",
+            &format!(
+                "('address' in {s}.catalogServiceSource && {s}.catalogServiceSource.address != \
+                 null)"
+            ),
+            &format!("{s}.catalogServiceSource.address"),
+        ),
+    );
+    let _ = what;
+    // Rule 3 and 4 for a legacy spec.
+    let pod_config_without_image = "'spec.grpcPodConfig is only used with spec.sourceType \
+                                    \"grpc\" and spec.image, which this spec does not set: \
+                                    remove it'";
+    let grpc = format!(
+        "({cm} ? ['spec.configMap is ignored with spec.sourceType \"grpc\": remove it, or set \
+         spec.sourceType \"configmap\" if the catalog is in that ConfigMap'] : []) + ({image} ? \
+         (({address} ? ['spec.address is ignored because spec.image is set (OLM runs the image): \
+         remove spec.address, or remove spec.image to use the running registry'] : []) + \
+         ({image_empty} ? ['spec.image is empty: name the operator-registry image to serve'] : \
+         [])) : {address} ? (({gpc} ? [{pod_config_without_image}] : []) + {address_problem}) : \
+         [{terms_union} ? 'spec.sourceType \"grpc\" needs spec.image or spec.address; better, \
+         write spec.catalogImageSource.catalogImage or spec.catalogServiceSource.address' : \
+         'spec.sourceType \"grpc\" needs spec.image (an operator-registry image) or \
+         spec.address (host:port of a running registry)'])",
+        cm = present("configMap"),
+        image = present("image"),
+        address = present("address"),
+        gpc = present("grpcPodConfig"),
+        image_empty = empty(&string_of("image")),
+        address_problem = address_problem("spec.address", "true", &string_of("address")),
+    );
+    let configmap = format!(
+        "({image} ? ['spec.image is ignored with spec.sourceType \"' + {source_type} + '\": \
+         remove it, or set spec.sourceType \"grpc\" if the catalog comes from it'] : []) + \
+         ({address} ? ['spec.address is ignored with spec.sourceType \"' + {source_type} + '\": \
+         remove it, or set spec.sourceType \"grpc\" if the catalog comes from it'] : []) + \
+         ({gpc} ? [{pod_config_without_image}] : []) + (!{cm} ? [{terms_union} ? \
+         'spec.sourceType \"' + {source_type} + '\" needs spec.configMap; better, write \
+         spec.configMapSource.configMap' : 'spec.sourceType \"' + {source_type} + '\" needs \
+         spec.configMap (the name of the ConfigMap that holds the catalog)'] : {cm_empty} ? \
+         ['spec.configMap is empty: name the ConfigMap that holds the catalog'] : [])",
+        cm = present("configMap"),
+        image = present("image"),
+        address = present("address"),
+        gpc = present("grpcPodConfig"),
+        cm_empty = empty(&string_of("configMap")),
+    );
+    let hint = |name: &str| format!("{source_type}.matches('(?i)^{WS}*{name}{WS}*$')");
+    let unknown_source_type = format!(
+        "['spec.sourceType \"' + {source_type} + '\" is not a source type OLM knows' + ({grpc} \
+         ? ' (did you mean \"grpc\"?)' : {configmap} ? ' (did you mean \"configmap\"?)' : \
+         {internal} ? ' (did you mean \"internal\"?)' : '') + ': OLM accepts only \"grpc\", \
+         \"configmap\", \"internal\"; ' + ({terms_union} ? 'better, drop the deprecated \
+         spec.sourceType and set one of {HOW_TO_CONFIGURE}' : 'set {HOW_TO_CONFIGURE_LEGACY}')]",
+        grpc = hint("grpc"),
+        configmap = hint("configmap"),
+        internal = hint("internal"),
+    );
+    let legacy = format!(
+        "({source_type} == 'grpc' ? {grpc} : {source_type} == 'configmap' || {source_type} == \
+         'internal' ? {configmap} : {unknown_source_type})"
+    );
+    // Rule 2, too many.
+    let several = format!(
+        "['spec must configure exactly one catalog source (oneOf) but configures ' + \
+         string(size({alts})) + ': ' + {names} + '; ' + ('legacy' in {alts} ? 'keep one of \
+         them; to keep a union member, remove the deprecated ' + {deprecated} : 'keep one of \
+         them and remove the others')]",
+        alts = v("Alternatives"),
+        names = join_and(&format!(
+            "{}.map(a, a == 'legacy' ? 'the legacy ' + {} : 'spec.' + a)",
+            v("Alternatives"),
+            join_and(&format!(
+                "{}.filter(k, k != 'grpcPodConfig').map(k, 'spec.' + k)",
+                v("Deprecated")
+            )),
+        )),
+        deprecated = join_and(&format!("{}.map(k, 'spec.' + k)", v("Deprecated"))),
+    );
+    out.push(named(
+        &format!("{p}NoneFound"),
+        &none_found(&s, p, legacy_counts, &how),
+    ));
+    out.push(named(
+        &format!("{p}Problems"),
+        &format!(
+            "!{readable} ? [] : size({alts}) == 0 ? [{none}] : size({alts}) > 1 ? {several} : \
+             {alts}[0] == 'legacy' ? {legacy} : {stray} + {member_problem}",
+            readable = v("Readable"),
+            alts = v("Alternatives"),
+            none = v("NoneFound"),
+        ),
+    ));
+    let _ = cel_string;
+    out
+}
+
+/// Rule 2, none found: why the keys that are there do not count.
+fn none_found(s: &str, p: &str, legacy_counts: bool, how: &str) -> String {
+    let v = |name: &str| format!("variables.{p}{name}");
+    let deprecated = v("Deprecated");
+    let sources = format!("{deprecated}.filter(k, k != 'grpcPodConfig')");
+    let replacement_of = "{'image': 'spec.catalogImageSource.catalogImage', 'address': \
+                          'spec.catalogServiceSource.address', 'configMap': \
+                          'spec.configMapSource.configMap', 'grpcPodConfig': \
+                          'spec.catalogImageSource.podSpecOverrides'}";
+    let spec_fields = |list: &str| join_and(&format!("{list}.map(k, 'spec.' + k)"));
+    let has_or_have = |list: &str| format!("(size({list}) == 1 ? 'has' : 'have')");
+    let replaced = format!("{deprecated}.filter(k, k != 'sourceType')");
+    let not_accepted = format!(
+        "['the deprecated ' + {fields} + (size({deprecated}) == 1 ? ' is' : ' are') + ' not \
+         accepted here because allowLegacy is false' + (size({replaced}) == 0 ? '' : '; replace \
+         ' + {replacements})]",
+        fields = spec_fields(&deprecated),
+        replaced = replaced,
+        replacements = join_and(&format!(
+            "{deprecated}.filter(k, k != 'sourceType').map(k, 'spec.' + k + ' with ' + \
+             {replacement_of}[k] + (k == 'grpcPodConfig' && {} != '' ? ' (' + {} + ')' : ''))",
+            v("Unportable"),
+            v("UnportableReason"),
+        )),
+    );
+    let without_type = format!(
+        "(size({sources}) == 0 ? [] : [{union} ? 'the deprecated ' + {fields} + ' ' + {hh} + ' \
+         no spec.sourceType, so no legacy source is configured; rather than adding one, write ' \
+         + {replacements} + ' instead' : {fields} + ' ' + {hh} + ' no spec.sourceType, so no \
+         catalog is configured; add ' + {add} + (size({sources}) == 1 ? '' : ' and keep only \
+         one of them')]) + (!('grpcPodConfig' in {s} && {s}.grpcPodConfig != null) ? [] : \
+         [{union} ? 'the deprecated spec.grpcPodConfig only tunes a registry pod and names no \
+         catalog; its replacement spec.catalogImageSource.podSpecOverrides goes beside \
+         spec.catalogImageSource.catalogImage' + ({unportable} != '' ? ', but ' + {reason} : '') \
+         : 'spec.grpcPodConfig only tunes the registry pod of spec.sourceType: grpc with \
+         spec.image and names no catalog'])",
+        union = v("Union"),
+        fields = spec_fields(&sources),
+        hh = has_or_have(&sources),
+        replacements = join_and(&format!("{sources}.map(k, {replacement_of}[k])")),
+        add = join_and(&format!(
+            "{sources}.map(k, 'spec.sourceType: ' + (k == 'configMap' ? 'configmap' : 'grpc') + \
+             ' for spec.' + k)"
+        )),
+        unportable = v("Unportable"),
+        reason = v("UnportableReason"),
+    );
+    let source_type_alone = format!(
+        "['spec.sourceType \"' + string({s}.sourceType) + '\" alone names no catalog: legacy \
+         sources also need spec.image, spec.address or spec.configMap']"
+    );
+    let why = format!(
+        "(size({deprecated}) > 0 && !{legacy_counts} ? {not_accepted} : !('sourceType' in {s} \
+         && {s}.sourceType != null) && size({deprecated}) > 0 ? {without_type} : 'sourceType' in \
+         {s} && {s}.sourceType != null ? {source_type_alone} : [])"
+    );
+    format!(
+        "'spec must configure exactly one catalog source (oneOf) but configures none' + \
+         (size({why}) == 0 ? '' : ' (' + {why}.join('; ') + ')') + '; ' + {how}"
+    )
+}
+
+/// The module's reason an address is not host:port (OLM dials it like Go's
+/// `net.SplitHostPort` and needs a numeric port), or `''`.
+fn address_why(value: &str) -> String {
+    let port = "(0*([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|\
+                6553[0-5]))";
+    format!(
+        "({value}.contains('://') ? 'it starts with a scheme; write only host:port' : \
+         {value}.startsWith('[') ? (!{value}.contains(']') ? 'the IPv6 host has no closing \
+         bracket' : !{value}.matches('^\\\\[[^\\\\]]*\\\\]:') ? 'the port after the IPv6 host is \
+         missing' : {value}.matches('^\\\\[\\\\]:') ? 'the host before the colon is empty' : \
+         {value}.matches('^\\\\[[^\\\\]]*({WS}|/)[^\\\\]]*\\\\]:') ? 'the host contains a space or \
+         /, which a host name or IP cannot' : {value}.matches('^\\\\[[^\\\\]]*\\\\]:$') ? 'the \
+         port after the colon is empty' : !{value}.matches('^\\\\[[^\\\\]]*\\\\]:[0-9]+$') ? 'the \
+         port is not a number' : !{value}.matches('^\\\\[[^\\\\]]*\\\\]:{port}$') ? 'the port is \
+         outside 1-65535' : '') : !{value}.contains(':') ? 'the port is missing' : \
+         {value}.matches(':.*:') ? 'an IPv6 host must be written in brackets, e.g. \
+         [fd00::1]:50051' : {value}.startsWith(':') ? 'the host before the colon is empty' : \
+         {value}.matches('^[^:]*({WS}|/)[^:]*:') ? 'the host contains a space or /, which a host \
+         name or IP cannot' : {value}.endsWith(':') ? 'the port after the colon is empty' : \
+         !{value}.matches(':[0-9]+$') ? 'the port is not a number' : \
+         !{value}.matches(':{port}$') ? 'the port is outside 1-65535' : '')"
+    )
+}
+
+const HOW_TO_CONFIGURE: &str = "spec.catalogImageSource.catalogImage (an operator-registry \
+     image), spec.catalogServiceSource.address (host:port of a running registry) or \
+     spec.configMapSource.configMap (the name of a ConfigMap)";
+
+const HOW_TO_CONFIGURE_LEGACY: &str = "spec.sourceType: grpc with spec.image (an \
+     operator-registry image) or spec.address (host:port of a running registry), or \
+     spec.sourceType: configmap with spec.configMap (the name of a ConfigMap)";

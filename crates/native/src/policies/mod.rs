@@ -1,0 +1,229 @@
+//! The native form of each rule: what [`generate`] writes for a module and
+//! its settings, and the table of its checks ([`Check`]), native or not.
+
+pub mod aggregation_escalation;
+pub mod catalog_union;
+pub mod group_authorization;
+pub mod og_intersection;
+pub mod revision_uniqueness;
+pub mod scope_rbac;
+
+use serde_json::Value as Json;
+
+use crate::model::BoundPolicy;
+
+/// Where one check of a rule is enforced on a cluster without Kubewarden.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enforcement {
+    /// A generated ValidatingAdmissionPolicy decides it from the request.
+    Policy,
+    /// A generated policy whose binding brings other objects in as params.
+    Params,
+    /// A generated CRD validation rule (`x-kubernetes-validations`).
+    Schema,
+    /// Only the module can: it needs what CEL cannot see or do.
+    ModuleOnly,
+}
+
+impl Enforcement {
+    /// The table's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Enforcement::Policy => "native policy",
+            Enforcement::Params => "native policy with params",
+            Enforcement::Schema => "CRD rule",
+            Enforcement::ModuleOnly => "module only",
+        }
+    }
+}
+
+/// One check of a rule, where it is enforced, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Check {
+    /// What the check is, in the module README's terms.
+    pub check: &'static str,
+    /// Where it is enforced natively.
+    pub enforcement: Enforcement,
+    /// Why there (for a module-only check: what CEL lacks).
+    pub reason: &'static str,
+}
+
+impl Check {
+    /// A table row.
+    pub const fn new(check: &'static str, enforcement: Enforcement, reason: &'static str) -> Self {
+        Check {
+            check,
+            enforcement,
+            reason,
+        }
+    }
+}
+
+/// A JSON patch (RFC 6902) for a CRD: validation rules the API server
+/// enforces on the stored schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaPatch {
+    /// The CRD's name (`clusterobjectsets.olm.operatorframework.io`).
+    pub crd: String,
+    /// What it adds, for the file's header.
+    pub summary: String,
+    /// The patch operations.
+    pub patch: Json,
+}
+
+/// A rule's native form.
+#[derive(Debug, Clone)]
+pub struct Native {
+    /// The rule (module) name.
+    pub rule: &'static str,
+    /// The generated policies, each with its binding.
+    pub policies: Vec<BoundPolicy>,
+    /// CRD patches.
+    pub schema_patches: Vec<SchemaPatch>,
+    /// Every check of the rule, native or not.
+    pub checks: &'static [Check],
+}
+
+/// Why no native form can be written.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    /// Not one of the modules.
+    #[error("unknown rule \"{0}\": the rules are {rules}", rules = RULES.join(", "))]
+    UnknownRule(String),
+    /// The settings are not the module's.
+    #[error("{rule}: the settings are invalid: {problem}")]
+    Settings {
+        /// The rule.
+        rule: &'static str,
+        /// What the module's settings reader said.
+        problem: String,
+    },
+    /// The settings ask for something only the module does.
+    #[error("{rule}: {setting} cannot be enforced natively: {reason}")]
+    NotNative {
+        /// The rule.
+        rule: &'static str,
+        /// The setting.
+        setting: &'static str,
+        /// Why, and what to do instead.
+        reason: &'static str,
+    },
+    /// The rule has no check CEL can decide from the request.
+    #[error("{rule} has no native form: {reason}")]
+    ModuleOnly {
+        /// The rule.
+        rule: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+/// The rules, in the order the docs list them.
+pub const RULES: [&str; 6] = [
+    "group-authorization",
+    "revision-uniqueness",
+    "catalog-union",
+    "aggregation-escalation",
+    "og-intersection",
+    "scope-rbac",
+];
+
+/// The native form of `rule` with its module `settings` (JSON, as the
+/// module takes them; `null` or `{}` for the defaults). `cluster`, the
+/// objects of a cluster snapshot, is read by the rules whose policies name
+/// cluster objects (the aggregated ClusterRoles of aggregation-escalation);
+/// without it they use Kubernetes' defaults.
+pub fn generate(
+    rule: &str,
+    settings: &Json,
+    cluster: Option<&[Json]>,
+) -> Result<Native, GenerateError> {
+    match rule {
+        aggregation_escalation::RULE => {
+            aggregation_escalation::generate(&read(rule, settings)?, cluster)
+        }
+        group_authorization::RULE => group_authorization::generate(&read(rule, settings)?),
+        catalog_union::RULE => catalog_union::generate(&read(rule, settings)?),
+        revision_uniqueness::RULE => revision_uniqueness::generate(&read(rule, settings)?),
+        scope_rbac::RULE => scope_rbac::generate(&read(rule, settings)?),
+        og_intersection::RULE => og_intersection::generate(&read(rule, settings)?),
+        other => Err(GenerateError::UnknownRule(other.to_string())),
+    }
+}
+
+/// The table of checks of `rule`.
+pub fn checks(rule: &str) -> Option<&'static [Check]> {
+    match rule {
+        group_authorization::RULE => Some(group_authorization::CHECKS),
+        catalog_union::RULE => Some(catalog_union::CHECKS),
+        aggregation_escalation::RULE => Some(aggregation_escalation::CHECKS),
+        revision_uniqueness::RULE => Some(revision_uniqueness::CHECKS),
+        scope_rbac::RULE => Some(scope_rbac::CHECKS),
+        og_intersection::RULE => Some(og_intersection::CHECKS),
+        _ => None,
+    }
+}
+
+/// The module's settings, read and checked as the module reads them.
+fn read<T: serde::de::DeserializeOwned + Default + olm_guard_core::PolicySettings>(
+    rule: &str,
+    settings: &Json,
+) -> Result<T, GenerateError> {
+    let rule = RULES.into_iter().find(|r| *r == rule).unwrap_or("rule");
+    let problem = |problem: String| GenerateError::Settings { rule, problem };
+    let settings: T = match settings {
+        Json::Null => T::default(),
+        other => serde_json::from_value(other.clone()).map_err(|e| problem(e.to_string()))?,
+    };
+    settings.validate().map_err(problem)?;
+    Ok(settings)
+}
+
+/// `text` as a CEL string literal.
+pub(crate) fn cel_string(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// The requester as the modules name them: `user "alice" (groups=[a, b])`.
+pub(crate) fn user_text() -> &'static str {
+    "('user \"' + request.userInfo.username + '\" (groups=[' + \
+     (has(request.userInfo.groups) && request.userInfo.groups != null ? \
+     request.userInfo.groups.join(', ') : '') + '])')"
+}
+
+/// A validation that the object has the shape the API server decodes every
+/// object into (metadata and spec maps, labels a map of strings), so that
+/// what the API server would refuse to decode is refused here too, as the
+/// modules refuse it.
+pub(crate) fn object_shape(variable: &str) -> String {
+    let o = variable;
+    format!(
+        "{o} == null || (type({o}) == map && \
+         (!has({o}.metadata) || {o}.metadata == null || (type({o}.metadata) == map && \
+         (!has({o}.metadata.labels) || {o}.metadata.labels == null || \
+         (type({o}.metadata.labels) == map && \
+         {o}.metadata.labels.all(k, type({o}.metadata.labels[k]) == string))) && \
+         (!has({o}.metadata.name) || {o}.metadata.name == null || \
+         type({o}.metadata.name) == string))) && \
+         (!has({o}.spec) || {o}.spec == null || type({o}.spec) == map))"
+    )
+}
+
+/// Why the native form of `rule` cannot be held to the module's answer on
+/// `request` in `cluster`, when the answer depends on something the
+/// generated policies do not see (see each rule's table of checks).
+pub fn not_covered(
+    rule: &str,
+    request: &Json,
+    cluster: &dyn olm_guard_core::Cluster,
+) -> Option<&'static str> {
+    let _ = cluster;
+    let kind = request.pointer("/kind/kind").and_then(Json::as_str);
+    match (rule, kind) {
+        (scope_rbac::RULE, Some("ScopeInstance")) => Some(
+            "ScopeInstances are the module's: their bindings are judged against the \
+             ScopeTemplate they name, which CEL cannot read",
+        ),
+        _ => None,
+    }
+}
