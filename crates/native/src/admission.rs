@@ -8,15 +8,20 @@
 //! warnings (`Warn`) with the API server's wording.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
 
-use cel::objects::{Key, Map};
-use cel::{Context, Env, Program, Value};
+use cel::common::traits::Indexer;
+use cel::common::types::{CelString, Type};
+use cel::common::value::{CowVal, Val};
+use cel::{Context, Env, ExecutionError, Program, Value};
 use serde_json::Value as Json;
 
 use olm_guard_core::UserInfo;
 
 use crate::authorizer::{self, Authorize, Authorizer};
+use crate::cost;
 use crate::model::{BoundPolicy, ResourceRule};
 use crate::values::to_cel;
 
@@ -237,20 +242,26 @@ fn evaluate_once(
     authorizer: &Authorizer,
     param: &Json,
 ) -> Vec<String> {
-    let mut context = Context::with_env(env.clone());
-    if let Err(e) = authorizer::register(&mut context).and(crate::strings::register(&mut context)) {
-        return vec![format!("the CEL environment cannot be built: {e}")];
-    }
     let null = Json::Null;
-    context.add_variable_from_value("object", to_cel(request.get("object").unwrap_or(&null)));
-    context.add_variable_from_value(
-        "oldObject",
-        to_cel(request.get("oldObject").unwrap_or(&null)),
-    );
-    context.add_variable_from_value("request", to_cel(request));
-    context.add_variable_from_value("params", to_cel(param));
-    context.add_variable_from_value("namespaceObject", Value::Null);
-    context.add_variable_from_value("authorizer", authorizer.clone().value());
+    let evaluation = Evaluation {
+        env: env.clone(),
+        bindings: vec![
+            ("object", to_cel(request.get("object").unwrap_or(&null))),
+            (
+                "oldObject",
+                to_cel(request.get("oldObject").unwrap_or(&null)),
+            ),
+            ("request", to_cel(request)),
+            ("params", to_cel(param)),
+            ("namespaceObject", Value::Null),
+            ("authorizer", authorizer.clone().value()),
+        ],
+        authorizer: authorizer.clone(),
+        variables: &compiled.variables,
+        cache: Mutex::new(HashMap::new()),
+        charged: AtomicU64::new(0),
+        spent: AtomicU64::new(0),
+    };
 
     // Match conditions: all must hold; an error fails closed.
     for (condition, source) in compiled
@@ -258,7 +269,7 @@ fn evaluate_once(
         .iter()
         .zip(&compiled.bound.policy.spec.match_conditions)
     {
-        match condition.execute(&context) {
+        match evaluation.run(condition) {
             Ok(Value::Bool(true)) => {}
             Ok(Value::Bool(false)) => return Vec::new(),
             Ok(other) => {
@@ -272,48 +283,25 @@ fn evaluate_once(
         }
     }
 
-    // Variables, in order; one that errors is an error wherever it is used
-    // (the API server evaluates them lazily, on first use).
-    let mut variables: HashMap<Key, Value> = HashMap::new();
-    let mut broken: Vec<(String, String)> = Vec::new();
-    for (name, program) in &compiled.variables {
-        context.add_variable_from_value(
-            "variables",
-            Value::Map(Map {
-                map: Arc::new(variables.clone()),
-            }),
-        );
-        match program.execute(&context) {
-            Ok(value) => {
-                variables.insert(Key::String(Arc::new(name.clone())), value);
-            }
-            Err(e) => broken.push((name.clone(), e.to_string())),
-        }
-    }
-    context.add_variable_from_value(
-        "variables",
-        Value::Map(Map {
-            map: Arc::new(variables),
-        }),
-    );
-
     let mut failures = Vec::new();
     for ((program, message_program), source) in compiled
         .validations
         .iter()
         .zip(&compiled.bound.policy.spec.validations)
     {
-        let uses_broken = broken
-            .iter()
-            .find(|(name, _)| uses_variable(&source.expression, name));
-        let result = match uses_broken {
-            Some((name, error)) => Err(format!("variables.{name}: {error}")),
-            None => program.execute(&context).map_err(|e| e.to_string()),
-        };
-        match result {
+        match evaluation.run(program) {
             Ok(Value::Bool(true)) => {}
             Ok(Value::Bool(false)) => {
-                failures.push(message(&context, source, message_program.as_ref(), &broken))
+                let from_expression =
+                    message_program
+                        .as_ref()
+                        .and_then(|p| match evaluation.run(p) {
+                            Ok(Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
+                                Some(s.to_string())
+                            }
+                            _ => None,
+                        });
+                failures.push(message(source, from_expression));
             }
             Ok(other) => failures.push(format!(
                 "expression '{}' resulted in error: must evaluate to bool, not {:?}",
@@ -329,38 +317,142 @@ fn evaluate_once(
     failures
 }
 
-/// Does `expression` read `variables.<name>`?
-fn uses_variable(expression: &str, name: &str) -> bool {
-    let needle = format!("variables.{name}");
-    expression.match_indices(&needle).any(|(at, _)| {
-        !expression[at + needle.len()..]
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_alphanumeric() || c == '_')
-    })
+/// One evaluation of a policy: its bindings, its variables evaluated
+/// lazily on first use and kept (kubernetes
+/// `staging/src/k8s.io/apiserver/pkg/admission/plugin/cel/composition.go`),
+/// and the cost spent so far.
+struct Evaluation<'a> {
+    env: Arc<Env>,
+    bindings: Vec<(&'static str, Value)>,
+    authorizer: Authorizer,
+    variables: &'a [(String, Program)],
+    cache: Mutex<HashMap<String, Result<Value, String>>>,
+    /// Authorizer checks already charged to a finished program.
+    charged: AtomicU64,
+    /// What the evaluation has spent.
+    spent: AtomicU64,
+}
+
+impl Evaluation<'_> {
+    /// A context with the bindings, the libraries and `variables`.
+    fn context(&self) -> Result<Context<'_, '_>, String> {
+        let mut context = Context::with_env(self.env.clone());
+        authorizer::register(&mut context)
+            .and(crate::strings::register(&mut context))
+            .map_err(|e| format!("the CEL environment cannot be built: {e}"))?;
+        for (name, value) in &self.bindings {
+            context.add_variable_from_value(*name, value.clone());
+        }
+        context.add_variable_as_val("variables", Box::new(LazyVariables(self)));
+        Ok(context)
+    }
+
+    /// Runs `program`, charging it for its own authorizer checks (not those
+    /// of the variables it reads, which are charged to each variable): one
+    /// expression may spend `PER_CALL_LIMIT`, the whole evaluation
+    /// `RUNTIME_BUDGET`; beyond either the API server stops with an error
+    /// (cel `CostLimit`; validating `filter.go`), which fails closed.
+    fn run(&self, program: &Program) -> Result<Value, String> {
+        let context = self.context()?;
+        let (checks, charged) = (self.authorizer.checks_made(), self.charged.load(Relaxed));
+        let result = program.execute(&context).map_err(|e| e.to_string());
+        let nested = self.charged.load(Relaxed) - charged;
+        let own = self.authorizer.checks_made() - checks - nested;
+        self.charged.fetch_add(own, Relaxed);
+        let cost = own * cost::AUTHZ_CHECK_COST;
+        if cost > cost::PER_CALL_LIMIT {
+            return Err("operation cancelled: actual cost limit exceeded".into());
+        }
+        if self.spent.fetch_add(cost, Relaxed) + cost > cost::RUNTIME_BUDGET {
+            return Err(
+                "validation failed due to running out of cost budget, no further \
+                        validation rules will be run"
+                    .into(),
+            );
+        }
+        result
+    }
+
+    /// `variables.<name>`, evaluated on first use.
+    fn variable(&self, name: &str) -> Result<Value, ExecutionError> {
+        let cached = self.cache.lock().ok().and_then(|c| c.get(name).cloned());
+        let result = match cached {
+            Some(result) => result,
+            None => {
+                let Some((_, program)) = self.variables.iter().find(|(n, _)| n == name) else {
+                    return Err(ExecutionError::no_such_key(name));
+                };
+                let result = self.run(program);
+                if let Ok(mut cache) = self.cache.lock() {
+                    cache.insert(name.to_string(), result.clone());
+                }
+                result
+            }
+        };
+        result.map_err(|e| ExecutionError::function_error(&format!("variables.{name}"), e))
+    }
+}
+
+/// The `variables` binding: each field evaluated when it is first read.
+#[derive(Clone, Copy)]
+struct LazyVariables<'a>(&'a Evaluation<'a>);
+
+impl std::fmt::Debug for LazyVariables<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("variables")
+    }
+}
+
+static VARIABLES_TYPE: Type = Type::new_unspecified_type("kubernetes.variables");
+
+impl Val for LazyVariables<'_> {
+    fn get_type(&self) -> &Type {
+        &VARIABLES_TYPE
+    }
+
+    fn cel_type() -> &'static Type {
+        &VARIABLES_TYPE
+    }
+
+    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    where
+        Self: 'v,
+    {
+        Some(self)
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
+    where
+        Self: 'v,
+    {
+        Box::new(*self)
+    }
+}
+
+impl Indexer for LazyVariables<'_> {
+    fn get<'b, 'v>(&'b self, field: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        let Some(name) = field.downcast_ref::<CelString>().map(CelString::inner) else {
+            return Err(ExecutionError::no_such_key("variables"));
+        };
+        let value: Box<dyn Val> = self.0.variable(name)?.try_into()?;
+        Ok(CowVal::Owned(value))
+    }
+
+    fn steal<'v>(self: Box<Self>, field: &dyn Val) -> Result<Box<dyn Val + 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        self.get(field).map(CowVal::into_owned)
+    }
 }
 
 /// The message of a failed validation (`validator.go`): the
-/// `messageExpression` when it gives a non-empty string, else `message`,
-/// else "failed expression: <expression>".
-fn message(
-    context: &Context,
-    source: &crate::model::Validation,
-    program: Option<&Program>,
-    broken: &[(String, String)],
-) -> String {
-    let from_expression = program.and_then(|p| {
-        let expression = source.message_expression.as_deref().unwrap_or_default();
-        if broken.iter().any(|(n, _)| uses_variable(expression, n)) {
-            return None;
-        }
-        match p.execute(context) {
-            Ok(Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
-                Some(s.to_string())
-            }
-            _ => None,
-        }
-    });
+/// `messageExpression`'s string when it gave a non-empty one, else
+/// `message`, else "failed expression: <expression>".
+fn message(source: &crate::model::Validation, from_expression: Option<String>) -> String {
     from_expression
         .or_else(|| source.message.clone())
         .unwrap_or_else(|| format!("failed expression: {}", source.expression))

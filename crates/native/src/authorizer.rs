@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cel::extractors::This;
 use cel::objects::Opaque;
@@ -32,12 +33,24 @@ pub trait Authorize: Send + Sync {
 pub struct Authorizer {
     user: UserInfo,
     source: Arc<dyn Authorize>,
+    /// The checks made so far, which the API server charges for.
+    checks: Arc<AtomicU64>,
 }
 
 impl Authorizer {
     /// The authorizer for the request's user.
     pub fn new(user: UserInfo, source: Arc<dyn Authorize>) -> Self {
-        Authorizer { user, source }
+        Authorizer {
+            user,
+            source,
+            checks: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// How many `check()` calls were made through this authorizer (and
+    /// those derived from it).
+    pub fn checks_made(&self) -> u64 {
+        self.checks.load(Ordering::Relaxed)
     }
 
     /// As a CEL value.
@@ -180,7 +193,12 @@ fn service_account(
         ],
         ..Default::default()
     };
-    Ok(Authorizer::new(user, authorizer.source.clone()).value())
+    Ok(Authorizer {
+        user,
+        source: authorizer.source.clone(),
+        checks: authorizer.checks.clone(),
+    }
+    .value())
 }
 
 /// One of `.resource()`, `.subresource()`, `.namespace()`, `.name()`.
@@ -244,6 +262,7 @@ fn name(This(this): This<Value>, value: Arc<String>) -> Result<Value, ExecutionE
 fn check(This(this): This<Value>, verb: Arc<String>) -> Result<Value, ExecutionError> {
     let answer = if let Ok(path) = opaque::<PathCheck>(&this, "check") {
         let a = &path.authorizer;
+        a.checks.fetch_add(1, Ordering::Relaxed);
         a.source.non_resource(&a.user, &verb, &path.path)
     } else {
         let check = opaque::<ResourceCheck>(&this, "check")?;
@@ -256,6 +275,7 @@ fn check(This(this): This<Value>, verb: Arc<String>) -> Result<Value, ExecutionE
         let mut attributes = check.attributes.clone();
         attributes.verb = verb.to_string();
         let a = &check.authorizer;
+        a.checks.fetch_add(1, Ordering::Relaxed);
         a.source.resource(&a.user, &attributes)
     };
     let decision = match answer {

@@ -2,6 +2,7 @@
 
 pub mod admission;
 pub mod authorizer;
+pub mod cost;
 pub mod model;
 pub mod policies;
 pub mod strings;

@@ -148,6 +148,20 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         Some(objects) => aggregators_of(objects),
         None => bootstrap_aggregators(),
     };
+    // One authorizer check per aggregated role, three more for escalate and
+    // full authority: each costs 350,000 of the 10,000,000 one evaluation
+    // may spend.
+    let budget = (crate::cost::RUNTIME_BUDGET / crate::cost::AUTHZ_CHECK_COST - 3) as usize;
+    if aggregators.len() > budget {
+        return Err(GenerateError::NotNative {
+            rule: RULE,
+            setting: "the cluster's aggregated ClusterRoles",
+            reason: "more than 25 aggregated ClusterRoles need more authorizer checks than the \
+                     API server lets one policy evaluation make (each costs 350,000 of \
+                     10,000,000); list the ones anyone may feed in allowFeeding, or run the \
+                     module",
+        });
+    }
     let fed = |labels: &str| -> String {
         let entries: Vec<String> = aggregators
             .iter()
@@ -307,28 +321,56 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
             "variables.gcOnly || variables.masters || (!variables.involvesAggregation && \
              size(variables.feeds) == 0) || variables.escalate",
         ),
+        // Full authority, one authorizer check per variable (each check
+        // costs 350,000 of an expression's 1,000,000).
+        named(
+            "holdsAllResources",
+            "authorizer.group('*').resource('*').check('*').allowed()",
+        ),
+        named("holdsAllURLs", "authorizer.path('*').check('*').allowed()"),
         named(
             "fullAuthority",
-            "authorizer.group('*').resource('*').check('*').allowed() && \
-             authorizer.path('*').check('*').allowed()",
-        ),
-        named(
-            "deniedFeeds",
-            &format!(
-                "variables.feeds.filter(t, !{})",
-                clusterroles("t", "update")
-            ),
+            "variables.holdsAllResources && variables.holdsAllURLs",
         ),
     ];
+    let mut variables = variables;
+    // `update` on each aggregated role the object feeds, one check each.
+    let fed_names: Vec<&String> = aggregators
+        .iter()
+        .map(|(name, _)| name)
+        .filter(|name| !settings.allow_feeding.contains(name))
+        .collect();
+    for (i, name) in fed_names.iter().enumerate() {
+        variables.push(named(
+            &format!("mayUpdate{i}"),
+            &format!(
+                "!({} in variables.feeds) || {}",
+                cel_string(name),
+                clusterroles(&cel_string(name), "update")
+            ),
+        ));
+    }
+    let denied: Vec<String> = fed_names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| format!("(variables.mayUpdate{i} ? [] : [{}])", cel_string(name)))
+        .collect();
+    variables.push(named(
+        "deniedFeeds",
+        &if denied.is_empty() {
+            "[]".to_string()
+        } else {
+            denied.join(" + ")
+        },
+    ));
     let aggregation_problem = format!(
         "'ClusterRole \"' + variables.selfName + '\" ' + (variables.setsAggregation ? 'sets \
          aggregationRule, which' : 'had an aggregationRule, so changing it') + ' requires \
          cluster-admin privileges (\"must have cluster-admin privileges to use the \
          aggregationRule\"): an aggregated role receives whatever rules its selectors match, now \
-         or later. ' + {user} + ' lacks ' + [authorizer.group('*').resource('*').check('*')\
-         .allowed() ? '' : '{{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}}', \
-         authorizer.path('*').check('*').allowed() ? '' : '{{NonResourceURLs:[\"*\"], \
-         Verbs:[\"*\"]}}'].filter(x, x != '').join(', ') + ' and the escalate verb on \
+         or later. ' + {user} + ' lacks ' + [variables.holdsAllResources ? '' : \
+         '{{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}}', variables.holdsAllURLs ? \
+         '' : '{{NonResourceURLs:[\"*\"], Verbs:[\"*\"]}}'].filter(x, x != '').join(', ') + ' and the escalate verb on \
          clusterroles. Remove aggregationRule and list the rules directly, or have a cluster \
          administrator apply this ClusterRole.'",
         user = user_text(),

@@ -217,13 +217,20 @@ pub fn not_covered(
     request: &Json,
     cluster: &dyn olm_guard_core::Cluster,
 ) -> Option<&'static str> {
-    let _ = cluster;
     let kind = request.pointer("/kind/kind").and_then(Json::as_str);
     match (rule, kind) {
         (scope_rbac::RULE, Some("ScopeInstance")) => Some(
             "ScopeInstances are the module's: their bindings are judged against the \
              ScopeTemplate they name, which CEL cannot read",
         ),
+        (scope_rbac::RULE, Some("ScopeTemplate"))
+            if !scope_rbac::author_may_grant_anything(request, cluster) =>
+        {
+            Some(
+                "a ScopeTemplate from a requester who may not escalate clusterroles: whether \
+                 they hold its rules is the module's (the native policy fails closed)",
+            )
+        }
         _ => None,
     }
 }
