@@ -104,13 +104,16 @@ test: export OLM_GUARD_REQUIRE_BROWSER := 1
 test: fmt-check
 	$(MAKE) --no-print-directory -j2 HOST_BUILD='$(TEST_BUILD)' host test-side
 	$(MAKE) --no-print-directory annotate
-	$(LINTED) $(CARGO) test --workspace -- --skip $(CONFORMANCE_TEST)
-	$(LINTED) $(CARGO) test --workspace --test reference_host -- --nocapture
+	$(LINTED) $(CARGO) test --workspace -- --skip $(CONFORMANCE_TEST) --skip $(NATIVE_TEST)
+	$(LINTED) $(CARGO) test --workspace --test reference_host --test native_policies -- --nocapture
 	$(MAKE) --no-print-directory record-replay
 
-# Kubewarden's own waPC host on every scenario (crates/conformance), run on its
-# own with its output shown: it prints `reference waPC host: N/N agree`.
+# Kubewarden's own waPC host on every scenario (crates/conformance), and the
+# native policies against the modules on every scenario, run on their own
+# with their output shown: they print `reference waPC host: N/N agree` and
+# `native policies: N/N agree`.
 CONFORMANCE_TEST := every_scenario_agrees_with_kubewardens_wapc_host
+NATIVE_TEST := native_policies_agree_with_the_modules_on_every_scenario
 
 # Beside the test build, one after the other (apt takes one lock, and the
 # module and playground builds share cargo's target/wasm layout): Debian's
@@ -146,7 +149,9 @@ bench: dist
 	$(RELEASE)/olm-guard audit --cluster target/audit-10k.json -o json > target/audit-10k-report.json
 
 # deploy/: a ClusterAdmissionPolicy per module and policies.yml for a bare
-# policy-server, generated from the modules' metadata (a test checks drift).
+# policy-server, generated from the modules' metadata; deploy/native/: the
+# ValidatingAdmissionPolicies and CRD patches generated from the rules, for
+# clusters without Kubewarden (tests check both for drift).
 deploy: dist
 	@mkdir -p deploy
 	@for p in $(POLICIES); do \
@@ -154,6 +159,8 @@ deploy: dist
 	    dist/$$p.wasm -o deploy/$$p.yaml 2>/dev/null || exit 1; \
 	done
 	$(HOST) scaffold policies $(patsubst %,dist/%.wasm,$(POLICIES)) -o deploy/policies.yml
+	@rm -rf deploy/native
+	$(HOST) scaffold vap all -o deploy/native
 
 # artifacthub/: Artifact Hub package files from policies/*/metadata.yml and
 # README.md (a test checks drift).

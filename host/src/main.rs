@@ -18,6 +18,7 @@ mod run;
 mod run_many;
 mod scaffold;
 mod scaffold_manifest;
+mod scaffold_native;
 mod session;
 mod show;
 mod test;

@@ -32,6 +32,9 @@ pub enum ScaffoldCommand {
     /// Artifact Hub package files (`artifacthub-pkg.yml`) from a policy's
     /// metadata.yml, README.md and settings, as `kwctl scaffold artifacthub`.
     Artifacthub(ArtifacthubArgs),
+    /// ValidatingAdmissionPolicies, bindings and CRD patches enforcing the
+    /// rules natively, for clusters without Kubewarden.
+    Vap(crate::scaffold_native::VapArgs),
 }
 
 pub fn scaffold(args: ScaffoldArgs) -> anyhow::Result<ExitCode> {
@@ -39,6 +42,7 @@ pub fn scaffold(args: ScaffoldArgs) -> anyhow::Result<ExitCode> {
         ScaffoldCommand::Manifest(args) => scaffold_manifest::manifest(args),
         ScaffoldCommand::Policies(args) => scaffold_manifest::policies(args),
         ScaffoldCommand::Artifacthub(args) => artifacthub(args),
+        ScaffoldCommand::Vap(args) => crate::scaffold_native::vap(args),
     }
 }
 

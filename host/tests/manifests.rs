@@ -119,9 +119,12 @@ fn deploy_files_are_what_scaffold_writes() {
             command.join(" ")
         );
     }
+    // deploy/native/ is the native policies' (tests/native.rs).
     let present: BTreeSet<String> = std::fs::read_dir(root().join("deploy"))
         .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .map(|e| e.unwrap())
+        .filter(|e| e.path().is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(
         present, expected,

@@ -35,7 +35,8 @@ fn workspace() -> PathBuf {
 enum ModuleAnswer {
     SettingsRefused,
     Allowed(Vec<String>),
-    Mutated,
+    /// The object as the module's patch leaves it.
+    Mutated(Value),
     Denied(String),
 }
 
@@ -54,7 +55,9 @@ fn module_answer(
     Ok(if !response.allowed {
         ModuleAnswer::Denied(response.status.and_then(|s| s.message).unwrap_or_default())
     } else if response.patch.is_some() {
-        ModuleAnswer::Mutated
+        let object = request.get("object").cloned().unwrap_or(Value::Null);
+        let patched = olm_guard_conformance::apply_patch(response.patch.as_deref(), &object)?;
+        ModuleAnswer::Mutated(patched.unwrap_or(object))
     } else {
         ModuleAnswer::Allowed(response.warnings.unwrap_or_default())
     })
@@ -78,7 +81,10 @@ fn denial_text(message: &str) -> &str {
 }
 
 enum Judged {
-    Agree { same_message: Option<bool> },
+    Agree {
+        same_message: Option<bool>,
+        kind: &'static str,
+    },
     NotCovered(String),
     Disagree(String),
 }
@@ -104,7 +110,10 @@ fn judge(store: &mut PolicyStore, compiled: &mut Compiled, dir: &Path) -> anyhow
         Ok(native) => native,
         Err(GenerateError::Settings { problem, .. }) => {
             return Ok(match module {
-                ModuleAnswer::SettingsRefused => Judged::Agree { same_message: None },
+                ModuleAnswer::SettingsRefused => Judged::Agree {
+                    same_message: None,
+                    kind: "settings refused",
+                },
                 other => Judged::Disagree(format!(
                     "the generator refused the settings ({problem}); the module answered {other:?}"
                 )),
@@ -133,20 +142,29 @@ fn judge(store: &mut PolicyStore, compiled: &mut Compiled, dir: &Path) -> anyhow
         (ModuleAnswer::SettingsRefused, _) => {
             Judged::Disagree("the module refused the settings; the generator accepted them".into())
         }
-        (ModuleAnswer::Mutated, _) => {
+        (ModuleAnswer::Mutated(_), _) => {
             Judged::NotCovered(format!("{rule}: the module mutates the object"))
         }
         (ModuleAnswer::Denied(m), Outcome::Denied { message }) => Judged::Agree {
             same_message: Some(denial_text(&message) == m),
+            kind: "denied",
         },
         (ModuleAnswer::Allowed(warnings), Outcome::NotMatched) if warnings.is_empty() => {
-            Judged::Agree { same_message: None }
+            Judged::Agree {
+                same_message: None,
+                kind: "not matched",
+            }
         }
         (ModuleAnswer::Allowed(expected), Outcome::Allowed { warnings }) => {
             let got: Vec<&str> = warnings.iter().map(|w| warning_text(w)).collect();
             if got.len() == expected.len() {
                 Judged::Agree {
                     same_message: (!expected.is_empty()).then(|| got == expected),
+                    kind: if expected.is_empty() {
+                        "allowed"
+                    } else {
+                        "allowed with warnings"
+                    },
                 }
             } else {
                 Judged::Disagree(format!(
@@ -178,12 +196,14 @@ fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<
     let mut agree = 0;
     let mut same_messages = (0, 0);
     let mut not_covered: BTreeMap<String, usize> = BTreeMap::new();
+    let mut tally: BTreeMap<&str, usize> = BTreeMap::new();
     let mut disagreements = Vec::new();
     for dir in &scenarios {
         let name = dir.strip_prefix(&root).unwrap_or(dir).display().to_string();
         match judge(&mut store, &mut compiled, dir) {
-            Ok(Judged::Agree { same_message }) => {
+            Ok(Judged::Agree { same_message, kind }) => {
                 agree += 1;
+                *tally.entry(kind).or_default() += 1;
                 if let Some(same) = same_message {
                     same_messages.1 += 1;
                     if same {
@@ -213,9 +233,122 @@ fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<
         disagreements.len(),
         disagreements.join("\n")
     );
+    eprintln!("native policies: agreed answers: {tally:?}");
+    for kind in ["allowed", "allowed with warnings", "denied", "not matched"] {
+        assert!(
+            tally.get(kind).copied().unwrap_or(0) > 0,
+            "no covered scenario was `{kind}` by both: the comparison would be vacuous"
+        );
+    }
+    Ok(())
+}
+
+/// The value at `path` (`spec`, `spec.group`) of `object`, if present, as
+/// a CRD rule sees it: null values of fields that are not `nullable` are
+/// dropped by the API server before validation (structural schema pruning),
+/// and none of these CRDs' fields is.
+fn at(object: &Value, path: &str) -> Option<Value> {
+    fn without_nulls(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k.clone(), without_nulls(v)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
+            other => other.clone(),
+        }
+    }
+    path.split('.')
+        .try_fold(object, |value, key| value.get(key))
+        .filter(|v| !v.is_null())
+        .map(without_nulls)
+}
+
+/// The CRD rules hold no exception for objects stored before them, so they
+/// are held to this: every object they refuse on a CREATE, the module
+/// refuses too; and some CREATE is refused by both, or the check is vacuous.
+#[test]
+fn crd_rules_refuse_nothing_the_module_allows_on_create() -> anyhow::Result<()> {
+    let root = workspace();
+    let dist = root.join("dist");
     assert!(
-        agree > 0,
-        "no scenario was covered: the comparison would be vacuous"
+        dist.is_dir(),
+        "{} is missing: run make dist",
+        dist.display()
     );
+    let runtime = Runtime::new(Limits::default())?;
+    let mut store = PolicyStore::new(&runtime, dist).with_metadata_dir(root.join("policies"));
+    let (mut refused, mut passed, mut wrong) = (0, 0, Vec::new());
+    for dir in discover(&[root.join("testdata")])? {
+        let expect = input::read_document(&dir.join("expect.json"))?;
+        let rule = expect
+            .get("policy")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let request = scenario::request(&dir)?;
+        if request.get("operation").and_then(Value::as_str) != Some("CREATE") {
+            continue;
+        }
+        let Ok(native) = generate(rule, &Value::Null, None) else {
+            continue;
+        };
+        if native.schema_patches.is_empty() {
+            continue;
+        }
+        let resource = format!(
+            "{}.{}",
+            request
+                .pointer("/resource/resource")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            request
+                .pointer("/resource/group")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        );
+        let subresource = request
+            .get("subResource")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let settings = scenario::settings(&dir)?;
+        let policy = store.get(rule)?;
+        let snapshot = Arc::new(scenario::snapshot(&dir)?);
+        let module = module_answer(&policy, &request, &settings, snapshot)?;
+        // The schema validates the object the mutating admission left.
+        let object = match &module {
+            ModuleAnswer::Mutated(patched) => patched.clone(),
+            _ => request.get("object").cloned().unwrap_or(Value::Null),
+        };
+        let mut problems = Vec::new();
+        for patch in native.schema_patches.iter().filter(|p| p.crd == resource) {
+            if !subresource.is_empty() {
+                continue;
+            }
+            for rule in &patch.rules {
+                let Some(value) = at(&object, rule.path) else {
+                    continue;
+                };
+                match olm_guard_native::admission::evaluate_crd_rule(rule, &value, None) {
+                    Ok(Some(false)) => problems.push(rule.message.clone()),
+                    Err(e) => problems.push(e),
+                    _ => {}
+                }
+            }
+        }
+        match (problems.is_empty(), &module) {
+            (true, _) => passed += 1,
+            (false, ModuleAnswer::Denied(_) | ModuleAnswer::SettingsRefused) => refused += 1,
+            (false, answer) => wrong.push(format!(
+                "{}: the CRD rules refuse ({}) what the module answers {answer:?}",
+                dir.display(),
+                problems.join("; ")
+            )),
+        }
+    }
+    eprintln!("CRD rules: {refused} CREATEs refused (the module refuses them too), {passed} pass");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(refused > 0 && passed > 0, "the comparison would be vacuous");
     Ok(())
 }

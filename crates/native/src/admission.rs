@@ -491,3 +491,36 @@ fn matches(rules: &[ResourceRule], request: &Json) -> bool {
             })
     })
 }
+
+/// What the API server makes of one CRD validation rule on a field's new
+/// value `value` and, on an update where the field existed, its stored
+/// value `old` (a rule naming `oldSelf` is a transition rule and is only
+/// evaluated then; kubernetes `staging/src/k8s.io/apiextensions-apiserver/
+/// pkg/apiserver/schema/cel/validation.go`). `Ok(None)`: the rule was not
+/// evaluated; `Err`: it failed to compile or to evaluate, which the API
+/// server reports as a validation error.
+pub fn evaluate_crd_rule(
+    rule: &crate::policies::CrdRule,
+    value: &Json,
+    old: Option<&Json>,
+) -> Result<Option<bool>, String> {
+    let env = Arc::new(Env::stdlib());
+    let program = env.compile(&rule.rule).map_err(|e| {
+        olm_guard_core::text::one_line(&e.to_string(), olm_guard_core::text::QUOTE_MAX)
+    })?;
+    let transition = rule.rule.contains("oldSelf");
+    if transition && old.is_none() {
+        return Ok(None);
+    }
+    let mut context = Context::with_env(env);
+    crate::strings::register(&mut context).map_err(|e| e.to_string())?;
+    context.add_variable_from_value("self", to_cel(value));
+    if let Some(old) = old {
+        context.add_variable_from_value("oldSelf", to_cel(old));
+    }
+    match program.execute(&context) {
+        Ok(Value::Bool(holds)) => Ok(Some(holds)),
+        Ok(other) => Err(format!("the rule gave {:?}, not a bool", other.type_of())),
+        Err(e) => Err(e.to_string()),
+    }
+}

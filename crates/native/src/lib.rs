@@ -5,6 +5,7 @@ pub mod authorizer;
 pub mod cost;
 pub mod model;
 pub mod policies;
+pub mod render;
 pub mod strings;
 pub mod values;
 

@@ -9,7 +9,9 @@
 use olm_guard_olm::catalog_source::GROUP;
 use olm_guard_rules::catalog_union::Settings;
 
-use super::{Check, Enforcement, GenerateError, Native, cel_string, object_shape};
+use super::{
+    Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch, cel_string, object_shape,
+};
 use crate::model::{BoundPolicy, MatchResources, NamedExpression, PolicySpec, Validation, named};
 
 /// The rule's name.
@@ -17,6 +19,13 @@ pub const RULE: &str = "catalog-union";
 
 /// Every check of the rule and where it is enforced.
 pub const CHECKS: &[Check] = &[
+    Check::new(
+        "exactly one catalog source, in today's CRD's fields, in the CRD's schema",
+        Enforcement::Schema,
+        "x-kubernetes-validations on spec; it checks presence only (not an address's form, \
+         empty values or grpcPodConfig), and a schema has no rule 7: an update that changes \
+         the spec of a CatalogSource stored broken must fix it",
+    ),
     Check::new(
         "exactly one catalog source: none or several are denied (rules 1 and 2)",
         Enforcement::Policy,
@@ -183,9 +192,52 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
     Ok(Native {
         rule: RULE,
         policies: vec![deny, warn],
-        schema_patches: Vec::new(),
+        schema_patches: vec![schema_patch()],
         checks: CHECKS,
     })
+}
+
+/// The one-source rule in the CatalogSource CRD of today (operator-framework
+/// api `crds/operators.coreos.com_catalogsources.yaml`: one version,
+/// v1alpha1, `sourceType` required, no union members, no rules of its own),
+/// with messages that name the fields rather than the proposal's `oneOf`.
+fn schema_patch() -> SchemaPatch {
+    let one_source = CrdRule {
+        path: "spec",
+        // The schema already requires sourceType; without it (a CRD with the
+        // union members) the rule has nothing to say.
+        rule: "!has(self.sourceType) || (self.sourceType == 'grpc' ? has(self.image) != \
+               has(self.address) && !has(self.configMap) : (self.sourceType == 'configmap' || \
+               self.sourceType == 'internal') && has(self.configMap) && !has(self.image) && \
+               !has(self.address))"
+            .into(),
+        message: format!(
+            "spec must configure exactly one catalog source: set {HOW_TO_CONFIGURE_LEGACY}"
+        ),
+        message_expression: Some(format!(
+            "self.sourceType == 'grpc' ? (has(self.image) && has(self.address) ? 'spec.address \
+             is ignored because spec.image is set (OLM runs the image): remove one of them' : \
+             has(self.configMap) ? 'spec.configMap is ignored with spec.sourceType \"grpc\": \
+             remove it' : 'spec.sourceType \"grpc\" needs spec.image (an operator-registry \
+             image) or spec.address (host:port of a running registry)') : self.sourceType == \
+             'configmap' || self.sourceType == 'internal' ? (has(self.image) || \
+             has(self.address) ? 'spec.image and spec.address are ignored with spec.sourceType \
+             \"' + self.sourceType + '\": remove them' : 'spec.sourceType \"' + \
+             self.sourceType + '\" needs spec.configMap (the name of the ConfigMap that holds \
+             the catalog)') : 'spec.sourceType \"' + self.sourceType + '\" is not a source \
+             type OLM knows: set {HOW_TO_CONFIGURE_LEGACY}'"
+        )),
+    };
+    SchemaPatch {
+        crd: "catalogsources.operators.coreos.com".into(),
+        file: format!("{RULE}.crd-patch.json"),
+        patch: serde_json::json!([
+            {"op": "add",
+             "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/x-kubernetes-validations",
+             "value": [one_source.to_json()]},
+        ]),
+        rules: vec![one_source],
+    }
 }
 
 /// The pod fields both `grpcPodConfig` and `podSpecOverrides` hold have

@@ -9,7 +9,10 @@ use olm_guard_olm::cluster_object_set::{
 };
 use olm_guard_rules::group_authorization::{NOT_AUTHORIZED, Settings};
 
-use super::{Check, Enforcement, GenerateError, Native, cel_string, object_shape, user_text};
+use super::{
+    Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch, cel_string, object_shape,
+    user_text,
+};
 use crate::model::{BoundPolicy, MatchResources, PolicySpec, Validation, named, rule_for};
 
 /// The rule's name.
@@ -17,6 +20,13 @@ pub const RULE: &str = "group-authorization";
 
 /// Every check of the rule and where it is enforced.
 pub const CHECKS: &[Check] = &[
+    Check::new(
+        "spec.group a non-empty string, required and immutable, in the CRD's schema",
+        Enforcement::Schema,
+        "x-kubernetes-validations on spec (has(self.group)) and spec.group (self == oldSelf); \
+         apply once every stored ClusterObjectSet has a group, since the schema has no \
+         exception for older objects",
+    ),
     Check::new(
         "spec.group required on CREATE (rule 1)",
         Enforcement::Policy,
@@ -353,7 +363,51 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
     Ok(Native {
         rule: RULE,
         policies: vec![deny, warn],
-        schema_patches: Vec::new(),
+        schema_patches: vec![schema_patch()],
         checks: CHECKS,
     })
+}
+
+/// `spec.group` in the ClusterObjectSet CRD (operator-framework
+/// operator-controller `helm/olmv1/base/operator-controller/crd/experimental/
+/// olm.operatorframework.io_clusterobjectsets.yaml`, one version, v1, whose
+/// spec has no `group` yet and no rules of its own): a non-empty string,
+/// required, immutable once set. Objects created before it exist without a
+/// group: apply it once every ClusterObjectSet has one.
+fn schema_patch() -> SchemaPatch {
+    let required = CrdRule {
+        path: "spec",
+        rule: "has(self.group)".into(),
+        message: "spec.group is required: set spec.group to the name of the revision group this \
+                  ClusterObjectSet belongs to (for revisions of a ClusterExtension, the \
+                  extension's name)"
+            .into(),
+        message_expression: None,
+    };
+    let immutable = CrdRule {
+        path: "spec.group",
+        rule: "self == oldSelf".into(),
+        message: "spec.group is immutable: keep the group this ClusterObjectSet was created \
+                  with, and create a new ClusterObjectSet to add a revision to another group"
+            .into(),
+        message_expression: None,
+    };
+    let spec = "/spec/versions/0/schema/openAPIV3Schema/properties/spec";
+    SchemaPatch {
+        crd: format!("{RESOURCE}.{GROUP}"),
+        file: format!("{RULE}.crd-patch.json"),
+        patch: serde_json::json!([
+            {"op": "add", "path": format!("{spec}/properties/group"), "value": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The revision group this ClusterObjectSet belongs to: \
+                                required and immutable; managing a group needs the verb \
+                                manage on clusterobjectsets/groups with the group's name.",
+                "x-kubernetes-validations": [immutable.to_json()],
+            }},
+            {"op": "add", "path": format!("{spec}/x-kubernetes-validations"),
+             "value": [required.to_json()]},
+        ]),
+        rules: vec![required, immutable],
+    }
 }

@@ -60,15 +60,42 @@ impl Check {
 }
 
 /// A JSON patch (RFC 6902) for a CRD: validation rules the API server
-/// enforces on the stored schema.
+/// enforces with the schema, before any admission policy runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SchemaPatch {
     /// The CRD's name (`clusterobjectsets.olm.operatorframework.io`).
     pub crd: String,
-    /// What it adds, for the file's header.
-    pub summary: String,
+    /// The file name under `deploy/native/`.
+    pub file: String,
     /// The patch operations.
     pub patch: Json,
+    /// The `x-kubernetes-validations` rules the patch adds, for evaluation.
+    pub rules: Vec<CrdRule>,
+}
+
+/// One `x-kubernetes-validations` rule and the field it is on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrdRule {
+    /// The field the rule is on, from the object's root (`spec`,
+    /// `spec.group`): `self` there, `oldSelf` its stored value.
+    pub path: &'static str,
+    /// The CEL rule.
+    pub rule: String,
+    /// The message.
+    pub message: String,
+    /// The message expression, if any.
+    pub message_expression: Option<String>,
+}
+
+impl CrdRule {
+    /// The rule as the schema writes it.
+    pub fn to_json(&self) -> Json {
+        let mut rule = serde_json::json!({"rule": self.rule, "message": self.message});
+        if let Some(m) = &self.message_expression {
+            rule["messageExpression"] = Json::String(m.clone());
+        }
+        rule
+    }
 }
 
 /// A rule's native form.

@@ -19,9 +19,9 @@ use authorize::require_manage;
 use read::{spec_group_of, stored_group, stored_without_group};
 
 /// The message of the ValidatingAdmissionPolicy proposed in
-/// operator-framework/operator-controller issue #2722 (shipped for comparison
-/// as `policies/group-authorization/vap/group-authorization.vap.yaml`); kept
-/// verbatim so that users and alerts moving from the VAP recognise it.
+/// operator-framework/operator-controller issue #2722; kept verbatim, here
+/// and in the native policy generated from this rule, so that users and
+/// alerts moving from the proposed policy recognise it.
 pub const NOT_AUTHORIZED: &str = "user is not authorized to manage revisions in this group";
 
 /// The settings of group-authorization (*Settings* in its README).

@@ -1,0 +1,127 @@
+//! `olm-guard scaffold vap` and `deploy/native/`: the files are what the
+//! generator writes now (run `make deploy` after changing a rule), the docs'
+//! table is the generator's, and bad input is refused with one line.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+mod common;
+use common::root;
+
+fn olm_guard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+        .current_dir(root())
+        .args(args)
+        .output()
+        .expect("olm-guard runs")
+}
+
+fn files(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn deploy_native_is_what_scaffold_vap_writes() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("native");
+    let output = olm_guard(&["scaffold", "vap", "all", "-o", dir.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    let committed = root().join("deploy/native");
+    assert_eq!(
+        files(&committed),
+        files(&dir),
+        "deploy/native/ holds other files than `olm-guard scaffold vap all` writes: run make deploy"
+    );
+    for file in files(&dir) {
+        let now = std::fs::read_to_string(dir.join(&file)).unwrap();
+        let then = std::fs::read_to_string(committed.join(&file)).unwrap_or_default();
+        assert!(
+            now == then,
+            "deploy/native/{file} differs from what `olm-guard scaffold vap all -o deploy/native` \
+             writes now: run make deploy and commit the result"
+        );
+    }
+    // og-intersection has no native form, and says so.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("skipped og-intersection has no native form"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_docs_table_is_the_generators() {
+    let output = olm_guard(&["scaffold", "vap", "--table"]);
+    assert!(output.status.success(), "{output:?}");
+    let table = String::from_utf8_lossy(&output.stdout);
+    let docs = std::fs::read_to_string(root().join("docs/native.md")).unwrap();
+    assert!(
+        docs.contains(table.trim()),
+        "docs/native.md does not hold the table `olm-guard scaffold vap --table` prints: paste \
+         it in"
+    );
+    for rule in olm_guard_rules::registry::names() {
+        assert!(
+            table.contains(&format!("| `{rule}` |")),
+            "{rule} is not in the table"
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let unknown = olm_guard(&["scaffold", "vap", "catalog-unoin"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("unknown rule \"catalog-unoin\""),
+        "{stderr}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("s.yaml");
+    std::fs::write(&settings, "allowlegacy: false\n").unwrap();
+    let pair = format!("catalog-union={}", settings.display());
+    let refused = olm_guard(&["scaffold", "vap", "catalog-union", "--settings", &pair]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("catalog-union: the settings are invalid")
+            && stderr.contains("allowlegacy"),
+        "{stderr}"
+    );
+
+    let malformed = olm_guard(&["scaffold", "vap", "catalog-union", "--settings", "s.yaml"]);
+    assert_eq!(malformed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&malformed.stderr).contains("NAME=FILE"));
+}
+
+#[test]
+fn settings_only_the_module_honours_are_skipped_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("s.yaml");
+    std::fs::write(&settings, "backfillGroupFromLabel: true\n").unwrap();
+    let pair = format!("group-authorization={}", settings.display());
+    let output = olm_guard(&[
+        "scaffold",
+        "vap",
+        "group-authorization",
+        "--settings",
+        &pair,
+    ]);
+    assert!(output.status.success());
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("backfillGroupFromLabel: true cannot be enforced natively"),
+        "{stderr}"
+    );
+}
