@@ -1,0 +1,321 @@
+//! The evaluator behaves as the API server does on the cases the generated
+//! policies rely on: matching, messages, Deny and Warn, params, lazy
+//! variables, the authorizer library, the strings functions, and the cost of
+//! authorizer checks.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Value, json};
+
+use olm_guard_core::UserInfo;
+use olm_guard_core::protocol::ResourceAttributes;
+use olm_guard_native::admission::{Outcome, Params, evaluate};
+use olm_guard_native::authorizer::Authorize;
+use olm_guard_native::model::{
+    BoundPolicy, MatchResources, ParamKind, ParamRef, PolicySpec, Validation, named, rule_for,
+};
+
+/// Allows `get` on anything, and `/healthz`; counts its calls.
+#[derive(Default)]
+struct Fake {
+    calls: AtomicUsize,
+}
+
+impl Authorize for Fake {
+    fn resource(&self, user: &UserInfo, attributes: &ResourceAttributes) -> Result<bool, String> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if user.username == "broken" {
+            return Err("the authorizer is unreachable".into());
+        }
+        Ok(attributes.verb == "get"
+            || (attributes.subresource.as_deref() == Some("scale") && attributes.verb == "patch"))
+    }
+
+    fn non_resource(&self, _: &UserInfo, verb: &str, path: &str) -> Result<bool, String> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        Ok(verb == "get" && path == "/healthz")
+    }
+}
+
+struct NoParams;
+impl Params for NoParams {
+    fn params(&self, _: &str, _: &str, _: &Value) -> Vec<Value> {
+        Vec::new()
+    }
+}
+
+struct Widgets(Vec<Value>);
+impl Params for Widgets {
+    fn params(&self, _: &str, kind: &str, _: &Value) -> Vec<Value> {
+        if kind == "Widget" {
+            self.0.clone()
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+fn policy(validations: Vec<Validation>, actions: &[&str]) -> BoundPolicy {
+    BoundPolicy::new(
+        "p",
+        "test",
+        "a test policy",
+        PolicySpec {
+            failure_policy: "Fail".into(),
+            param_kind: None,
+            match_constraints: MatchResources {
+                resource_rules: vec![rule_for("example.com", "widgets", &["CREATE", "UPDATE"])],
+            },
+            match_conditions: Vec::new(),
+            variables: vec![named("size", "has(object.spec) ? object.spec.size : 0")],
+            validations,
+        },
+        actions,
+    )
+}
+
+fn check(expression: &str) -> Validation {
+    Validation {
+        expression: expression.into(),
+        message: Some("fixed message".into()),
+        message_expression: None,
+        reason: None,
+    }
+}
+
+fn request(operation: &str, object: Value, user: &str) -> Value {
+    json!({
+        "operation": operation,
+        "resource": {"group": "example.com", "version": "v1", "resource": "widgets"},
+        "name": "w",
+        "userInfo": {"username": user, "groups": ["team"]},
+        "object": object,
+        "oldObject": null,
+    })
+}
+
+fn run(policies: &[BoundPolicy], request: &Value) -> Outcome {
+    evaluate(policies, request, Arc::new(Fake::default()), &NoParams).unwrap()
+}
+
+fn denied(outcome: &Outcome) -> &str {
+    match outcome {
+        Outcome::Denied { message } => message,
+        other => panic!("not denied: {other:?}"),
+    }
+}
+
+#[test]
+fn only_matching_requests_are_judged() {
+    let p = [policy(vec![check("false")], &["Deny"])];
+    let mut other = request("CREATE", json!({}), "alice");
+    other["resource"]["resource"] = json!("gadgets");
+    assert_eq!(run(&p, &other), Outcome::NotMatched);
+    let mut status = request("UPDATE", json!({}), "alice");
+    status["subResource"] = json!("status");
+    assert_eq!(run(&p, &status), Outcome::NotMatched);
+    assert_eq!(
+        run(&p, &request("DELETE", json!(null), "alice")),
+        Outcome::NotMatched
+    );
+    assert!(matches!(
+        run(&p, &request("CREATE", json!({}), "alice")),
+        Outcome::Denied { .. }
+    ));
+}
+
+#[test]
+fn messages_are_the_api_servers() {
+    let mut v = check("variables.size < 3");
+    v.message_expression = Some("'size ' + string(variables.size) + ' is too big'".into());
+    let p = [policy(vec![v.clone()], &["Deny"])];
+    let big = request("CREATE", json!({"spec": {"size": 5}}), "alice");
+    assert_eq!(
+        denied(&run(&p, &big)),
+        "ValidatingAdmissionPolicy 'p' with binding 'p' denied request: size 5 is too big"
+    );
+    // A messageExpression that errors falls back to message.
+    v.message_expression = Some("object.nope".into());
+    assert!(denied(&run(&[policy(vec![v.clone()], &["Deny"])], &big)).ends_with("fixed message"));
+    // Without either, the expression is quoted.
+    v.message = None;
+    assert!(
+        denied(&run(&[policy(vec![v], &["Deny"])], &big))
+            .ends_with("failed expression: variables.size < 3")
+    );
+    // An error fails closed (failurePolicy: Fail) and says so.
+    let p = [policy(vec![check("object.spec.nope == 1")], &["Deny"])];
+    assert!(denied(&run(&p, &big)).contains("resulted in error"));
+}
+
+#[test]
+fn warn_bindings_warn_and_deny_bindings_deny() {
+    let warn = policy(vec![check("false")], &["Warn"]);
+    match run(&[warn], &request("CREATE", json!({}), "alice")) {
+        Outcome::Allowed { warnings } => assert_eq!(
+            warnings,
+            ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p': fixed message"]
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn variables_are_lazy_so_an_unread_error_is_no_error() {
+    let mut p = policy(vec![check("true || variables.broken")], &["Deny"]);
+    p.policy
+        .spec
+        .variables
+        .push(named("broken", "object.no.such.field"));
+    assert_eq!(
+        run(&[p.clone()], &request("CREATE", json!({}), "alice")),
+        Outcome::Allowed { warnings: vec![] }
+    );
+    p.policy.spec.validations = vec![check("variables.broken")];
+    assert!(denied(&run(&[p], &request("CREATE", json!({}), "alice"))).contains("error"));
+}
+
+#[test]
+fn the_authorizer_library_asks_the_authorizer() {
+    let allowed = |expression: &str, user: &str| {
+        let p = [policy(vec![check(expression)], &["Deny"])];
+        matches!(
+            run(&p, &request("CREATE", json!({}), user)),
+            Outcome::Allowed { .. }
+        )
+    };
+    assert!(allowed(
+        "authorizer.group('').resource('pods').check('get').allowed()",
+        "alice"
+    ));
+    assert!(!allowed(
+        "authorizer.group('').resource('pods').check('list').allowed()",
+        "alice"
+    ));
+    assert!(allowed(
+        "authorizer.group('apps').resource('deployments').subresource('scale').namespace('ns')\
+         .name('d').check('patch').allowed()",
+        "alice"
+    ));
+    assert!(allowed(
+        "authorizer.path('/healthz').check('get').allowed()",
+        "alice"
+    ));
+    assert!(allowed(
+        "authorizer.serviceAccount('ns', 'sa').group('').resource('pods').check('get').allowed()",
+        "alice"
+    ));
+    // A failed authorizer is a decision that is not allowed, and errored.
+    assert!(!allowed(
+        "authorizer.group('').resource('pods').check('get').allowed()",
+        "broken"
+    ));
+    assert!(allowed(
+        "authorizer.group('').resource('pods').check('get').errored()",
+        "broken"
+    ));
+    // `allowed` is a function, as Kubernetes defines it, not a field.
+    assert!(!allowed(
+        "authorizer.group('').resource('pods').check('get').allowed",
+        "alice"
+    ));
+}
+
+#[test]
+fn the_strings_functions_are_cel_gos() {
+    let holds = |expression: &str| {
+        let p = [policy(vec![check(expression)], &["Deny"])];
+        matches!(
+            run(&p, &request("CREATE", json!({}), "alice")),
+            Outcome::Allowed { .. }
+        )
+    };
+    assert!(holds("['a', 'b'].join(', ') == 'a, b'"));
+    assert!(holds("[].join(', ') == ''"));
+    assert!(holds(
+        "'pods/log'.indexOf('/') == 4 && 'pods'.indexOf('/') == -1"
+    ));
+    assert!(holds(
+        "'pods/log'.substring(5) == 'log' && 'pods/log'.substring(0, 4) == 'pods'"
+    ));
+    assert!(holds(
+        "'héllo'.indexOf('l') == 2 && 'héllo'.substring(1, 2) == 'é'"
+    ));
+    assert!(!holds("'abc'.substring(4) == ''"));
+}
+
+#[test]
+fn authorizer_checks_cost_as_the_api_server_charges_them() {
+    let three = "authorizer.group('').resource('a').check('get').allowed() && \
+                 authorizer.group('').resource('b').check('get').allowed() && \
+                 authorizer.group('').resource('c').check('get').allowed()";
+    let two = "authorizer.group('').resource('a').check('get').allowed() && \
+               authorizer.group('').resource('b').check('get').allowed()";
+    let p = [policy(vec![check(two)], &["Deny"])];
+    assert!(matches!(
+        run(&p, &request("CREATE", json!({}), "alice")),
+        Outcome::Allowed { .. }
+    ));
+    // Three checks cost 1,050,000: over the per-expression limit.
+    let p = [policy(vec![check(three)], &["Deny"])];
+    assert!(
+        denied(&run(&p, &request("CREATE", json!({}), "alice")))
+            .contains("actual cost limit exceeded")
+    );
+    // Two per expression, but 30 in one evaluation: over its budget.
+    let many: Vec<Validation> = (0..15).map(|_| check(two)).collect();
+    let p = [policy(many, &["Deny"])];
+    assert!(
+        denied(&run(&p, &request("CREATE", json!({}), "alice")))
+            .contains("running out of cost budget")
+    );
+    // A variable is charged on its own.
+    let mut p = policy(
+        vec![check(&format!("variables.pair && ({two})"))],
+        &["Deny"],
+    );
+    p.policy.spec.variables.push(named("pair", two));
+    assert!(matches!(
+        run(&[p], &request("CREATE", json!({}), "alice")),
+        Outcome::Allowed { .. }
+    ));
+}
+
+#[test]
+fn a_policy_with_params_is_evaluated_once_per_param() {
+    let mut p = policy(
+        vec![check("params.spec.size != object.spec.size")],
+        &["Deny"],
+    );
+    p.policy.spec.param_kind = Some(ParamKind {
+        api_version: "example.com/v1".into(),
+        kind: "Widget".into(),
+    });
+    p.binding.spec.param_ref = Some(ParamRef {
+        selector: json!({}),
+        parameter_not_found_action: "Allow".into(),
+    });
+    let object = json!({"spec": {"size": 2}});
+    let params = Widgets(vec![
+        json!({"spec": {"size": 1}}),
+        json!({"spec": {"size": 2}}),
+    ]);
+    let outcome = evaluate(
+        std::slice::from_ref(&p),
+        &request("CREATE", object.clone(), "alice"),
+        Arc::new(Fake::default()),
+        &params,
+    )
+    .unwrap();
+    assert!(matches!(outcome, Outcome::Denied { .. }));
+    // No param: Allow, as the binding says.
+    let outcome = evaluate(
+        &[p],
+        &request("CREATE", object, "alice"),
+        Arc::new(Fake::default()),
+        &NoParams,
+    )
+    .unwrap();
+    assert_eq!(outcome, Outcome::Allowed { warnings: vec![] });
+}
