@@ -21,6 +21,7 @@ use serde_json::Value;
 use olm_guard_conformance::native::SnapshotCluster;
 use olm_guard_conformance::scenario;
 use olm_guard_evaluator::scenario::{PolicyStore, discover};
+use olm_guard_evaluator::suite;
 use olm_guard_evaluator::{Policy, PolicyError, input};
 use olm_guard_native::admission::{Outcome, Policies};
 use olm_guard_native::{GenerateError, generate};
@@ -89,6 +90,16 @@ enum Judged {
     Disagree(String),
 }
 
+/// The suite files of `dir`, in name order.
+fn suite_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    files.retain(|p| suite::is_suite_file(p));
+    files.sort();
+    Ok(files)
+}
+
 /// Compiled native policies, by rule and settings: each compiled once, as
 /// the API server compiles a policy once for every request.
 type Compiled = BTreeMap<String, Arc<Policies>>;
@@ -101,12 +112,24 @@ fn judge(store: &mut PolicyStore, compiled: &mut Compiled, dir: &Path) -> anyhow
     let settings = scenario::settings(dir)?;
     let request = scenario::request(dir)?;
     let snapshot = Arc::new(scenario::snapshot(dir)?);
+    judge_inputs(store, compiled, rule, &settings, &request, snapshot)
+}
+
+/// One case's judgement: the module's answer and the native policies'.
+fn judge_inputs(
+    store: &mut PolicyStore,
+    compiled: &mut Compiled,
+    rule: &str,
+    settings: &Value,
+    request: &Value,
+    snapshot: Arc<olm_guard_snapshot::Snapshot>,
+) -> anyhow::Result<Judged> {
     let policy = store.get(rule)?;
-    let module = module_answer(&policy, &request, &settings, snapshot.clone())?;
+    let module = module_answer(&policy, request, settings, snapshot.clone())?;
     // Generated for the scenario's cluster, as `olm-guard scaffold vap
     // --cluster` generates for a cluster's snapshot.
     let objects: Vec<Value> = snapshot.objects().cloned().collect();
-    let native = match generate(rule, &settings, Some(&objects)) {
+    let native = match generate(rule, settings, Some(&objects)) {
         Ok(native) => native,
         Err(GenerateError::Settings { problem, .. }) => {
             return Ok(match module {
@@ -124,7 +147,7 @@ fn judge(store: &mut PolicyStore, compiled: &mut Compiled, dir: &Path) -> anyhow
         }
         Err(e) => bail!("{e}"),
     };
-    if let Some(reason) = olm_guard_native::policies::not_covered(rule, &request, &*snapshot) {
+    if let Some(reason) = olm_guard_native::policies::not_covered(rule, request, &*snapshot) {
         return Ok(Judged::NotCovered(format!("{rule}: {reason}")));
     }
     let cluster = Arc::new(SnapshotCluster(snapshot));
@@ -137,7 +160,7 @@ fn judge(store: &mut PolicyStore, compiled: &mut Compiled, dir: &Path) -> anyhow
             policies
         }
     };
-    let outcome = policies.evaluate(&request, cluster.clone(), cluster.as_ref());
+    let outcome = policies.evaluate(request, cluster.clone(), cluster.as_ref());
     Ok(match (module, outcome) {
         (ModuleAnswer::SettingsRefused, _) => {
             Judged::Disagree("the module refused the settings; the generator accepted them".into())
@@ -198,9 +221,46 @@ fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<
     let mut not_covered: BTreeMap<String, usize> = BTreeMap::new();
     let mut tally: BTreeMap<&str, usize> = BTreeMap::new();
     let mut disagreements = Vec::new();
+    // Every scenario, then every case of the example suites that runs on a
+    // cluster (a case replaying a recorded session has none to authorize
+    // against) and that policy-server would send to the module.
+    let mut cases: Vec<(String, anyhow::Result<Judged>)> = Vec::new();
     for dir in &scenarios {
         let name = dir.strip_prefix(&root).unwrap_or(dir).display().to_string();
-        match judge(&mut store, &mut compiled, dir) {
+        cases.push((name, judge(&mut store, &mut compiled, dir)));
+    }
+    for path in suite_files(&root.join("examples/suites"))? {
+        let loaded = suite::load(&path)?;
+        let base = path.parent().unwrap_or(&root).to_path_buf();
+        for case in &loaded.cases {
+            if case.expect.result == Some(suite::CaseResult::Skip) {
+                continue;
+            }
+            let label = format!(
+                "{}#{}",
+                path.strip_prefix(&root).unwrap_or(&path).display(),
+                case.name
+            );
+            let judged = suite::case_inputs(&loaded, case, &base).and_then(|inputs| {
+                let Some(cluster) = inputs.cluster else {
+                    return Ok(Judged::NotCovered(
+                        "a suite case replaying a recorded session".into(),
+                    ));
+                };
+                judge_inputs(
+                    &mut store,
+                    &mut compiled,
+                    &inputs.module,
+                    &inputs.settings,
+                    &inputs.request,
+                    Arc::new(cluster),
+                )
+            });
+            cases.push((label, judged));
+        }
+    }
+    for (name, judged) in cases {
+        match judged {
             Ok(Judged::Agree { same_message, kind }) => {
                 agree += 1;
                 *tally.entry(kind).or_default() += 1;

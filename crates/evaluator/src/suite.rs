@@ -358,6 +358,47 @@ fn evaluate(
 
 /// The case's AdmissionRequest: `request` as given, or built from `object`
 /// and `oldObject` as the API server would send it.
+/// One case's inputs, read as [`run`] reads them.
+pub struct CaseInputs {
+    /// The module the case names (a name, a path or a registry reference).
+    pub module: String,
+    /// Its settings object.
+    pub settings: Value,
+    /// The AdmissionRequest.
+    pub request: Value,
+    /// The cluster; `None` when the case replays a recorded session.
+    pub cluster: Option<Snapshot>,
+}
+
+/// The inputs of `case` of `suite`, whose file is in `base`.
+pub fn case_inputs(suite: &Suite, case: &Case, base: &Path) -> anyhow::Result<CaseInputs> {
+    let module = case
+        .module
+        .as_deref()
+        .or(suite.module.as_deref())
+        .context("no module: set `module` on the case or on the suite")?;
+    let settings = match case.settings.as_ref().or(suite.settings.as_ref()) {
+        Some(settings) => {
+            admission::settings_object(Some(inline_or_file(settings, base, "settings")?))?
+        }
+        None => admission::settings_object(None)?,
+    };
+    let cluster = match (
+        &case.session,
+        case.cluster.as_ref().or(suite.cluster.as_ref()),
+    ) {
+        (Some(_), _) => None,
+        (None, Some(cluster)) => Some(snapshot_of(cluster, base)?),
+        (None, None) => Some(Snapshot::new()),
+    };
+    Ok(CaseInputs {
+        module: module.to_string(),
+        settings,
+        request: request_of(case, base)?,
+        cluster,
+    })
+}
+
 fn request_of(case: &Case, base: &Path) -> anyhow::Result<Value> {
     if let Some(request) = &case.request {
         if case.object.is_some() || case.old_object.is_some() {
