@@ -251,7 +251,9 @@ fn evaluate_once(
                 "oldObject",
                 to_cel(request.get("oldObject").unwrap_or(&null)),
             ),
-            ("request", to_cel(request)),
+            // `request` is typed in the API server (`kubernetes.AdmissionRequest`):
+            // a field is set or absent, never null.
+            ("request", to_cel(&without_nulls(request))),
             ("params", to_cel(param)),
             ("namespaceObject", Value::Null),
             ("authorizer", authorizer.clone().value()),
@@ -315,6 +317,20 @@ fn evaluate_once(
         }
     }
     failures
+}
+
+/// `value` without its null fields, at every depth.
+fn without_nulls(value: &Json) -> Json {
+    match value {
+        Json::Object(map) => Json::Object(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Json::Array(items) => Json::Array(items.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
 }
 
 /// One evaluation of a policy: its bindings, its variables evaluated

@@ -123,3 +123,27 @@ fn a_comprehension_of_checks_is_refused_by_the_estimate() {
     let estimates = cost::estimate(&native.policies[0]);
     assert!(estimates.iter().any(|e| !e.within_limit()));
 }
+
+/// The API server lets a variable read only the variables before it.
+#[test]
+fn variables_read_only_earlier_variables() {
+    for native in every_native_form() {
+        for bound in &native.policies {
+            let variables = &bound.policy.spec.variables;
+            for (i, variable) in variables.iter().enumerate() {
+                for later in &variables[i..] {
+                    let reference = format!("variables.{}", later.name);
+                    let reads = variable.expression.match_indices(&reference).any(|(at, _)| {
+                        !variable.expression[at + reference.len()..]
+                            .starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                    });
+                    assert!(
+                        !reads,
+                        "{}: variable {} reads {reference}, defined at or after it",
+                        bound.policy.metadata.name, variable.name
+                    );
+                }
+            }
+        }
+    }
+}

@@ -294,7 +294,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         ),
         named(
             "masters",
-            "has(request.userInfo.groups) && request.userInfo.groups != null && \
+            "has(request.userInfo.groups) && \
              'system:masters' in request.userInfo.groups",
         ),
         // The aggregated ClusterRoles the object feeds and must be checked for.

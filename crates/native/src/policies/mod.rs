@@ -214,7 +214,7 @@ pub(crate) fn cel_string(text: &str) -> String {
 /// The requester as the modules name them: `user "alice" (groups=[a, b])`.
 pub(crate) fn user_text() -> &'static str {
     "('user \"' + request.userInfo.username + '\" (groups=[' + \
-     (has(request.userInfo.groups) && request.userInfo.groups != null ? \
+     (has(request.userInfo.groups) ? \
      request.userInfo.groups.join(', ') : '') + '])')"
 }
 

@@ -131,7 +131,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
     variables.push(named("problems", &problems));
     variables.push(named(
         "bypassed",
-        "(has(request.userInfo.groups) && request.userInfo.groups != null && 'system:masters' in \
+        "(has(request.userInfo.groups) && 'system:masters' in \
          request.userInfo.groups) || \
          authorizer.group('rbac.authorization.k8s.io').resource('clusterroles')\
          .check('escalate').allowed()",
