@@ -40,6 +40,7 @@
 
 pub mod artifacthub;
 pub mod metadata;
+mod rfc3339;
 mod wapc;
 
 pub use metadata::{Metadata, MetadataError};

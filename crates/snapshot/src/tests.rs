@@ -1,4 +1,3 @@
-
 use olm_guard_core::ClusterExt;
 use olm_guard_core::protocol::ResourceAttributes;
 use serde_json::json;

@@ -1,4 +1,3 @@
-
 use super::*;
 use olm_guard_core::protocol::ResourceAttributes;
 

@@ -8,7 +8,8 @@ use olm_guard_olm::catalog_source::{
     CatalogImageSource, CatalogServiceSource, ConfigMapSource, GrpcPodConfig,
 };
 
-use super::judge::{DEPRECATED, Legacy};
+use super::alternatives::DEPRECATED;
+use super::judge::Legacy;
 use super::messages::{spec_fields, unportable};
 use super::{Judgement, Settings};
 

@@ -3,7 +3,7 @@
 
 use olm_guard_olm::catalog_source::{CatalogSourceSpec, GrpcPodConfig, SourceType};
 
-use super::judge::{Alternative, deprecated_present};
+use super::alternatives::{Alternative, deprecated_present};
 use super::read::Terms;
 
 /// Where the value of a deprecated key belongs in the union.

@@ -1,5 +1,6 @@
 #![doc = include_str!("../../../../policies/catalog-union/README.md")]
 
+mod alternatives;
 mod judge;
 mod legacy;
 mod messages;

@@ -1,7 +1,7 @@
 //! The denials and warnings of revision-uniqueness, each saying what is
 //! wrong and how to fix it (*Messages* in the README).
 
-use olm_guard_core::ContextError;
+use olm_guard_core::{ContextError, Verdict};
 use olm_guard_olm::cluster_object_set::{
     API_VERSION, ClusterObjectSet, OWNER_NAME_LABEL, SpecGroup,
 };
@@ -198,4 +198,17 @@ fn holder_details(holder: &ClusterObjectSet) -> String {
         _ => format!(", grouped by its label {OWNER_NAME_LABEL}"),
     };
     format!("{state}{via_label}")
+}
+
+/// Rule 6. Holds for an UPDATE that changes the (group, revision) too: a
+/// label edit can move a label-only object into another group, and the name
+/// then no longer proves uniqueness.
+pub(super) fn misnamed_denial(
+    cos: &ClusterObjectSet,
+    group: &str,
+    revision: i64,
+    creating: bool,
+) -> Option<Verdict> {
+    let problem = NameProblem::of(cos, group, revision)?;
+    Some(Verdict::deny(misnamed(&problem, group, revision, creating)))
 }

@@ -89,7 +89,7 @@ fn validate_write(
 
     // Rule 6, for a revision the request names.
     if let (true, Some(revision)) = (settings.require_name_suffix, revision)
-        && let Some(denial) = naming::misnamed(&cos, group, revision, creating)
+        && let Some(denial) = messages::misnamed_denial(&cos, group, revision, creating)
     {
         return denial;
     }

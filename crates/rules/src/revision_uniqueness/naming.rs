@@ -2,10 +2,7 @@
 //! `requireNameSuffix`), so that the API server's unique names settle the
 //! races a list cannot see (*Why names close the race* in the README).
 
-use olm_guard_core::Verdict;
 use olm_guard_olm::cluster_object_set::ClusterObjectSet;
-
-use super::messages;
 
 /// A name that is not `<group>-<revision>`: what it should be, and what
 /// was found instead (`it is "x"`).
@@ -32,19 +29,4 @@ impl NameProblem {
         };
         Some(NameProblem { expected, found })
     }
-}
-
-/// Rule 6. Holds for an UPDATE that changes the (group, revision) too: a
-/// label edit can move a label-only object into another group, and the name
-/// then no longer proves uniqueness.
-pub(super) fn misnamed(
-    cos: &ClusterObjectSet,
-    group: &str,
-    revision: i64,
-    creating: bool,
-) -> Option<Verdict> {
-    let problem = NameProblem::of(cos, group, revision)?;
-    Some(Verdict::deny(messages::misnamed(
-        &problem, group, revision, creating,
-    )))
 }

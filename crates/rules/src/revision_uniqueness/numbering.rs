@@ -6,7 +6,6 @@ use serde_json::Value;
 
 use super::Settings;
 use super::messages;
-use super::naming::misnamed;
 use super::survey::GroupSurvey;
 
 /// Rule 5, after the list: the next number of the group, then rule 6 on it.
@@ -28,7 +27,7 @@ pub(super) fn number_automatically(
         },
     };
     if settings.require_name_suffix
-        && let Some(denial) = misnamed(cos, group, revision, true)
+        && let Some(denial) = messages::misnamed_denial(cos, group, revision, true)
     {
         return denial;
     }

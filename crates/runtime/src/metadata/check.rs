@@ -491,7 +491,7 @@ fn annotation_value(key: &str, value: &str) -> Result<(), MetadataError> {
                 SEVERITIES.join(", ")
             );
         }
-        annotation::CREATED if !crate::artifacthub::is_rfc3339(v) => {
+        annotation::CREATED if !crate::rfc3339::is_rfc3339(v) => {
             invalid!("{field}: {value:?} is not an RFC 3339 date; write e.g. 2026-11-23T00:00:00Z");
         }
         annotation::HIDDEN_UI if !matches!(v, "true" | "false") => {
