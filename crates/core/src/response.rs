@@ -156,7 +156,11 @@ impl AdmissionResponse {
                 code: response.code,
             }),
             audit_annotations: response.audit_annotations,
-            warnings: response.warnings.filter(|w| !w.is_empty()),
+            // Kept as the module sent it, an empty list included, as
+            // policy-evaluator's `AdmissionResponse::from_policy_validation_response`
+            // (kubewarden-controller `crates/policy-evaluator/src/admission_response.rs`)
+            // keeps it.
+            warnings: response.warnings,
             ..Default::default()
         };
         if let Some(mutated) = response.mutated_object {
@@ -221,5 +225,37 @@ impl AdmissionResponse {
             "kind": "AdmissionReview",
             "response": self,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn answer(warnings: Option<Vec<String>>) -> Value {
+        let response = ValidationResponse {
+            accepted: true,
+            message: None,
+            code: None,
+            mutated_object: None,
+            audit_annotations: None,
+            warnings,
+        };
+        serde_json::to_value(AdmissionResponse::from_validation(
+            &json!({"uid": "u"}),
+            response,
+        ))
+        .unwrap()
+    }
+
+    /// policy-server sends the warnings a module sent, an empty list as an
+    /// empty list, and leaves the field out when the module did.
+    #[test]
+    fn warnings_are_kept_as_the_module_sent_them() {
+        assert_eq!(answer(Some(vec![]))["warnings"], json!([]));
+        assert_eq!(answer(Some(vec!["w".into()]))["warnings"], json!(["w"]));
+        assert!(answer(None).get("warnings").is_none());
     }
 }
