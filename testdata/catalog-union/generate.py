@@ -138,21 +138,21 @@ scenario("r2-member-and-legacy-denied", review(member(catalogImageSource={"catal
          message_contains="oneOf) but configures 2: spec.catalogImageSource and the legacy spec.sourceType and spec.image; keep one of them; to keep a union member, remove the deprecated spec.sourceType and spec.image", **DENY)
 scenario("r2-no-source-denied", review(catalog(dict(DISPLAY))),
          "rule 2: display fields only configure no catalog; by default the advice names only the fields of today's CRD",
-         message_contains="oneOf) but configures none; " + LEGACY_HOW, **DENY)
+         message_contains="exactly one catalog source but configures none; " + LEGACY_HOW, **DENY)
 scenario("r2-no-source-warnlegacy-denied", review(catalog(dict(DISPLAY))),
          "rule 2 with warnLegacy (a CRD with the union members): the advice names the union members", settings=WARN,
          message_contains="oneOf) but configures none; set exactly one of spec.catalogImageSource.catalogImage", **DENY)
 scenario("r2-missing-spec-denied", review(catalog(None, drop_spec=True)),
-         "rule 1: a missing spec is {} and configures nothing", message_contains="(oneOf) but configures none", **DENY)
+         "rule 1: a missing spec is {} and configures nothing", message_contains="exactly one catalog source but configures none", **DENY)
 scenario("r2-null-spec-denied", review(catalog(None)),
-         "rule 1: spec: null is {}", message_contains="(oneOf) but configures none", **DENY)
+         "rule 1: spec: null is {}", message_contains="exactly one catalog source but configures none", **DENY)
 scenario("r2-empty-member-counts-denied", review(member(catalogImageSource={}, configMapSource={"configMap": "somemap"})),
          "rule 1: an empty object is a present key (the oneOf tests presence), so this is two alternatives",
          message_contains="configures 2: spec.catalogImageSource and spec.configMapSource", **DENY)
 scenario("r1-null-valued-keys-accepted", review(member(catalogImageSource=None, catalogServiceSource=None, sourceType=None, image=None, address=None, configMap=None, grpcPodConfig=None, configMapSource={"configMap": "somemap"})),
          "rule 1: keys with null values are absent: only configMapSource counts, nothing is stray", **CLEAN)
 scenario("r1-null-valued-keys-only-denied", review(member(catalogImageSource=None, sourceType=None, image=None)),
-         "rule 1: nulls configure nothing", message_contains="(oneOf) but configures none", **DENY)
+         "rule 1: nulls configure nothing", message_contains="exactly one catalog source but configures none", **DENY)
 scenario("r1-null-address-beside-legacy-image-accepted", review(legacy(sourceType="grpc", image="quay.io/operatorhubio/catalog:latest", address=None)),
          "rule 1: address: null is absent, so image is not combined with an address", **CLEAN)
 scenario("r2-image-without-sourcetype-denied", review(member(image="quay.io/operatorhubio/catalog:latest")),
@@ -166,7 +166,7 @@ scenario("r2-sourcetype-alone-denied", review(member(sourceType="grpc")),
          message_contains="spec.sourceType \"grpc\" alone names no catalog", **DENY)
 scenario("r2-grpcpodconfig-alone-denied", review(member(grpcPodConfig={"nodeSelector": {"kubernetes.io/os": "linux"}})),
          "rules 1+2: grpcPodConfig alone configures no catalog",
-         message_contains="(oneOf) but configures none (spec.grpcPodConfig only tunes the registry pod of spec.sourceType: grpc with spec.image and names no catalog); " + LEGACY_HOW, **DENY)
+         message_contains="exactly one catalog source but configures none (spec.grpcPodConfig only tunes the registry pod of spec.sourceType: grpc with spec.image and names no catalog); " + LEGACY_HOW, **DENY)
 
 # ---- rule 3: values OLM would ignore ----
 for key, value, replacement, base, base_name in [

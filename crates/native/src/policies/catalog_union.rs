@@ -608,8 +608,10 @@ fn none_found(s: &str, p: &str, legacy_counts: bool, how: &str) -> String {
          && {s}.sourceType != null) && size({deprecated}) > 0 ? {without_type} : 'sourceType' in \
          {s} && {s}.sourceType != null ? {source_type_alone} : [])"
     );
+    let union = v("Union");
     format!(
-        "'spec must configure exactly one catalog source (oneOf) but configures none' + \
+        "'spec must configure exactly one catalog source' + ({union} ? ' (oneOf)' : '') + ' but \
+         configures none' + \
          (size({why}) == 0 ? '' : ' (' + {why}.join('; ') + ')') + '; ' + {how}"
     )
 }

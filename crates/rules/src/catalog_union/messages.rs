@@ -199,8 +199,14 @@ pub(super) fn none_found(spec: &CatalogSourceSpec, legacy_counts: bool, terms: T
         Terms::Union => format!("set exactly one of {HOW_TO_CONFIGURE}"),
         Terms::Legacy => format!("set {HOW_TO_CONFIGURE_LEGACY}"),
     };
+    // "(oneOf)" names the union the enhancement's CRD declares; today's CRD,
+    // in whose terms a spec without members is answered, has none.
+    let one_of = match terms {
+        Terms::Union => " (oneOf)",
+        Terms::Legacy => "",
+    };
     format!(
-        "spec must configure exactly one catalog source (oneOf) but configures none{why}; {how}"
+        "spec must configure exactly one catalog source{one_of} but configures none{why}; {how}"
     )
 }
 
