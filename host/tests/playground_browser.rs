@@ -444,6 +444,9 @@ async fn typing_into_the_object_re_evaluates() {
         .await
         .expect("the object editor");
     editor.click().await.expect("the editor takes focus");
+    // As after picking the first example; an edit must not leave it named.
+    page.script("document.getElementById('example').value = '0'; return null;")
+        .await;
     page.script("const e = document.getElementById('object'); e.setSelectionRange(e.value.length, e.value.length);")
         .await;
     editor
@@ -467,6 +470,11 @@ async fn typing_into_the_object_re_evaluates() {
         after = page.shown().await;
     }
     page.screenshot("edit-2-after").await;
+    assert_eq!(
+        page.script("return document.getElementById('example').value;").await,
+        json!(""),
+        "the example picker still names an example after the object was edited"
+    );
     assert_eq!(
         (after.allowed, after.message.clone()),
         expected,

@@ -202,6 +202,9 @@ async function main() {
   for (const f of FIELDS) {
     $(f).addEventListener('input', schedule);
     $(f).addEventListener('change', schedule);
+    // Edited inputs are no longer the example the picker names: it goes back
+    // to its prompt (only a user's edit fires these; setInputs does not).
+    $(f).addEventListener('input', () => { $('example').value = ''; });
   }
   $('share').addEventListener('click', share);
   window.addEventListener('hashchange', () => { if (restoreFromFragment()) run(); });
