@@ -471,7 +471,8 @@ async fn typing_into_the_object_re_evaluates() {
     }
     page.screenshot("edit-2-after").await;
     assert_eq!(
-        page.script("return document.getElementById('example').value;").await,
+        page.script("return document.getElementById('example').value;")
+            .await,
         json!(""),
         "the example picker still names an example after the object was edited"
     );

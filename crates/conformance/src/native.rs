@@ -10,7 +10,7 @@ use olm_guard_core::protocol::ResourceAttributes;
 use olm_guard_core::selector::{LabelSelector, Selector};
 use olm_guard_core::{ClusterExt, UserInfo};
 use olm_guard_native::admission::Params;
-use olm_guard_native::authorizer::Authorize;
+use olm_guard_native::authorizer::{Authorize, AuthorizerError};
 use olm_guard_snapshot::Snapshot;
 
 /// A snapshot as the API server's authorizer and informer cache.
@@ -20,13 +20,22 @@ impl Authorize for SnapshotCluster {
     /// Through the snapshot's SubjectAccessReview answer, so that a
     /// scenario's injected lookup failures reach the policy as authorizer
     /// errors.
-    fn resource(&self, user: &UserInfo, attributes: &ResourceAttributes) -> Result<bool, String> {
+    fn resource(
+        &self,
+        user: &UserInfo,
+        attributes: &ResourceAttributes,
+    ) -> Result<bool, AuthorizerError> {
         self.0
             .authorized(user, attributes.clone())
-            .map_err(|e| e.to_string())
+            .map_err(|e| AuthorizerError(Box::new(e)))
     }
 
-    fn non_resource(&self, user: &UserInfo, verb: &str, path: &str) -> Result<bool, String> {
+    fn non_resource(
+        &self,
+        user: &UserInfo,
+        verb: &str,
+        path: &str,
+    ) -> Result<bool, AuthorizerError> {
         Ok(self
             .0
             .rbac()

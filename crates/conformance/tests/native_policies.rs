@@ -392,7 +392,7 @@ fn crd_rules_refuse_nothing_the_module_allows_on_create() -> anyhow::Result<()> 
                 };
                 match olm_guard_native::admission::evaluate_crd_rule(rule, &value, None) {
                     Ok(Some(false)) => problems.push(rule.message.clone()),
-                    Err(e) => problems.push(e),
+                    Err(e) => problems.push(e.to_string()),
                     _ => {}
                 }
             }

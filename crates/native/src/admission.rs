@@ -519,24 +519,42 @@ pub fn evaluate_crd_rule(
     rule: &crate::policies::CrdRule,
     value: &Json,
     old: Option<&Json>,
-) -> Result<Option<bool>, String> {
+) -> Result<Option<bool>, RuleError> {
     let env = Arc::new(Env::stdlib());
     let program = env.compile(&rule.rule).map_err(|e| {
-        olm_guard_core::text::one_line(&e.to_string(), olm_guard_core::text::QUOTE_MAX)
+        RuleError::Compile(olm_guard_core::text::one_line(
+            &e.to_string(),
+            olm_guard_core::text::QUOTE_MAX,
+        ))
     })?;
     let transition = rule.rule.contains("oldSelf");
     if transition && old.is_none() {
         return Ok(None);
     }
     let mut context = Context::with_env(env);
-    crate::strings::register(&mut context).map_err(|e| e.to_string())?;
+    crate::strings::register(&mut context).map_err(|e| RuleError::Compile(e.to_string()))?;
     context.add_variable_from_value("self", to_cel(value));
     if let Some(old) = old {
         context.add_variable_from_value("oldSelf", to_cel(old));
     }
     match program.execute(&context) {
         Ok(Value::Bool(holds)) => Ok(Some(holds)),
-        Ok(other) => Err(format!("the rule gave {:?}, not a bool", other.type_of())),
-        Err(e) => Err(e.to_string()),
+        Ok(other) => Err(RuleError::NotBool(format!("{:?}", other.type_of()))),
+        Err(e) => Err(RuleError::Evaluation(e)),
     }
+}
+
+/// Why a CRD rule gave no answer; the API server reports each as a
+/// validation error of the field.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    /// The rule does not parse.
+    #[error("the rule does not compile: {0}")]
+    Compile(String),
+    /// Evaluating it failed (a missing field, a wrong type).
+    #[error("the rule failed: {0}")]
+    Evaluation(#[source] ExecutionError),
+    /// It gave something else than a bool.
+    #[error("the rule gave {0}, not a bool")]
+    NotBool(String),
 }

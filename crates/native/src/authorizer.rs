@@ -18,14 +18,28 @@ use cel::{Context, ExecutionError, Value};
 use olm_guard_core::UserInfo;
 use olm_guard_core::protocol::ResourceAttributes;
 
+/// An authorizer that could not answer, with its cause. CEL sees it as a
+/// decision that is not allowed and `errored()`, whose `error()` is this
+/// error's text.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct AuthorizerError(#[from] pub Box<dyn std::error::Error + Send + Sync>);
+
 /// What answers the checks: the API server's authorizer.
 pub trait Authorize: Send + Sync {
-    /// May `user` do what `attributes` describe? `Err` is an authorizer
-    /// error, which CEL sees as a decision that is not allowed and
-    /// `errored()`.
-    fn resource(&self, user: &UserInfo, attributes: &ResourceAttributes) -> Result<bool, String>;
+    /// May `user` do what `attributes` describe?
+    fn resource(
+        &self,
+        user: &UserInfo,
+        attributes: &ResourceAttributes,
+    ) -> Result<bool, AuthorizerError>;
     /// May `user` use `verb` on the non-resource URL `path`?
-    fn non_resource(&self, user: &UserInfo, verb: &str, path: &str) -> Result<bool, String>;
+    fn non_resource(
+        &self,
+        user: &UserInfo,
+        verb: &str,
+        path: &str,
+    ) -> Result<bool, AuthorizerError>;
 }
 
 /// The `authorizer` variable: checks on behalf of one user.
@@ -285,7 +299,7 @@ fn check(This(this): This<Value>, verb: Arc<String>) -> Result<Value, ExecutionE
         },
         Err(error) => Decision {
             allowed: false,
-            error: Some(error),
+            error: Some(error.to_string()),
         },
     };
     Ok(Value::Opaque(Arc::new(decision)))

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use olm_guard_core::UserInfo;
 use olm_guard_core::protocol::ResourceAttributes;
 use olm_guard_native::admission::{Outcome, Params, evaluate};
-use olm_guard_native::authorizer::Authorize;
+use olm_guard_native::authorizer::{Authorize, AuthorizerError};
 use olm_guard_native::model::{
     BoundPolicy, MatchResources, ParamKind, ParamRef, PolicySpec, Validation, named, rule_for,
 };
@@ -23,16 +23,20 @@ struct Fake {
 }
 
 impl Authorize for Fake {
-    fn resource(&self, user: &UserInfo, attributes: &ResourceAttributes) -> Result<bool, String> {
+    fn resource(
+        &self,
+        user: &UserInfo,
+        attributes: &ResourceAttributes,
+    ) -> Result<bool, AuthorizerError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         if user.username == "broken" {
-            return Err("the authorizer is unreachable".into());
+            return Err(AuthorizerError("the authorizer is unreachable".into()));
         }
         Ok(attributes.verb == "get"
             || (attributes.subresource.as_deref() == Some("scale") && attributes.verb == "patch"))
     }
 
-    fn non_resource(&self, _: &UserInfo, verb: &str, path: &str) -> Result<bool, String> {
+    fn non_resource(&self, _: &UserInfo, verb: &str, path: &str) -> Result<bool, AuthorizerError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         Ok(verb == "get" && path == "/healthz")
     }
