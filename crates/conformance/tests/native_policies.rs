@@ -308,18 +308,7 @@ fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<
 /// dropped by the API server before validation (structural schema pruning),
 /// and none of these CRDs' fields is.
 fn at(object: &Value, path: &str) -> Option<Value> {
-    fn without_nulls(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .filter(|(_, v)| !v.is_null())
-                    .map(|(k, v)| (k.clone(), without_nulls(v)))
-                    .collect(),
-            ),
-            Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
-            other => other.clone(),
-        }
-    }
+    use olm_guard_native::admission::without_nulls;
     path.split('.')
         .try_fold(object, |value, key| value.get(key))
         .filter(|v| !v.is_null())

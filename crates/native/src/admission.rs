@@ -319,8 +319,10 @@ fn evaluate_once(
     failures
 }
 
-/// `value` without its null fields, at every depth.
-fn without_nulls(value: &Json) -> Json {
+/// `value` without its null fields, at every depth: what the API server
+/// sees of a typed request, or of a structural schema's object after it
+/// prunes nulls.
+pub fn without_nulls(value: &Json) -> Json {
     match value {
         Json::Object(map) => Json::Object(
             map.iter()

@@ -59,6 +59,26 @@ pub struct PolicySpec {
     pub validations: Vec<Validation>,
 }
 
+impl PolicySpec {
+    /// A policy that fails closed (`failurePolicy: Fail`: an expression
+    /// error or a failed authorizer call denies), with no params and no
+    /// match conditions.
+    pub fn fail_closed(
+        match_constraints: MatchResources,
+        variables: Vec<NamedExpression>,
+        validations: Vec<Validation>,
+    ) -> Self {
+        PolicySpec {
+            failure_policy: "Fail".into(),
+            param_kind: None,
+            match_constraints,
+            match_conditions: Vec::new(),
+            variables,
+            validations,
+        }
+    }
+}
+
 /// `paramKind`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -429,16 +429,13 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         RULE,
         "an aggregationRule, or labels that feed an aggregated ClusterRole, grant no more than \
          the requester holds",
-        PolicySpec {
-            failure_policy: "Fail".into(),
-            param_kind: None,
-            match_constraints: MatchResources {
+        PolicySpec::fail_closed(
+            MatchResources {
                 resource_rules: vec![rule_for(RBAC_GROUP, "clusterroles", &["CREATE", "UPDATE"])],
             },
-            match_conditions: Vec::new(),
             variables,
             validations,
-        },
+        ),
         &["Deny"],
     );
     Ok(Native {

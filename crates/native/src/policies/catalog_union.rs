@@ -131,16 +131,13 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         "olm-guard-catalog-union",
         RULE,
         "a CatalogSource configures exactly one catalog source, as OLM runs it",
-        PolicySpec {
-            failure_policy: "Fail".into(),
-            param_kind: None,
-            match_constraints: MatchResources {
+        PolicySpec::fail_closed(
+            MatchResources {
                 resource_rules: rules.clone(),
             },
-            match_conditions: Vec::new(),
-            variables: variables.clone(),
-            validations: vec![readable, one_source],
-        },
+            variables.clone(),
+            vec![readable, one_source],
+        ),
         &["Deny"],
     );
     let mut warnings = vec![Validation {
@@ -177,16 +174,13 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         "olm-guard-catalog-union-warnings",
         RULE,
         "warns where the module allows with a warning",
-        PolicySpec {
-            failure_policy: "Fail".into(),
-            param_kind: None,
-            match_constraints: MatchResources {
+        PolicySpec::fail_closed(
+            MatchResources {
                 resource_rules: rules,
             },
-            match_conditions: Vec::new(),
             variables,
-            validations: warnings,
-        },
+            warnings,
+        ),
         &["Warn"],
     );
     Ok(Native {

@@ -10,7 +10,7 @@ use olm_guard_olm::cluster_object_set::{
 use olm_guard_rules::group_authorization::{NOT_AUTHORIZED, Settings};
 
 use super::{
-    Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch, cel_string, object_shape,
+    Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch, cel_string, readable,
     user_text,
 };
 use crate::model::{BoundPolicy, MatchResources, PolicySpec, Validation, named, rule_for};
@@ -179,19 +179,9 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                    '; it must be a non-empty string: ' + (variables.oldGroup != '' ? \
                    'keep spec.group: ' + variables.oldGroup : \
                    'write the group\\'s name as a string, e.g. group: \"my-extension\"')";
-    let validations =
-        vec![
+    let validations = vec![
         // What the module cannot read, it refuses.
-        Validation {
-            expression: object_shape("object"),
-            message: Some(
-                "the object cannot be read as a ClusterObjectSet: metadata and spec must be maps \
-                 of fields and labels a map of strings"
-                    .into(),
-            ),
-            message_expression: None,
-            reason: Some("Invalid".into()),
-        },
+        readable("ClusterObjectSet"),
         // Rule 1.
         Validation {
             expression: "request.operation == 'DELETE' || variables.legacyUpdate || \
@@ -224,7 +214,9 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
             expression: "variables.group == '' || variables.label == null || \
                          variables.label == variables.group"
                 .into(),
-            message: Some(format!("label {OWNER_NAME_LABEL} disagrees with spec.group")),
+            message: Some(format!(
+                "label {OWNER_NAME_LABEL} disagrees with spec.group"
+            )),
             message_expression: Some(format!(
                 "'label {OWNER_NAME_LABEL} is \"' + string(variables.label) + \
                  '\" but spec.group is \"' + variables.group + '\": controllers that still \
@@ -314,29 +306,19 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         RULE,
         "ClusterObjectSet spec.group: required, immutable, agreeing with the owner-name label, \
          and manage on clusterobjectsets/groups for the group",
-        PolicySpec {
-            failure_policy: "Fail".into(),
-            param_kind: None,
-            match_constraints: match_constraints.clone(),
-            match_conditions: Vec::new(),
-            variables: variables.clone(),
-            validations,
-        },
+        PolicySpec::fail_closed(match_constraints.clone(), variables.clone(), validations),
         &["Deny"],
     );
     let warn = BoundPolicy::new(
         "olm-guard-group-authorization-ungrouped",
         RULE,
         "warns on an update that leaves a ClusterObjectSet stored before spec.group without one",
-        PolicySpec {
-            failure_policy: "Fail".into(),
-            param_kind: None,
-            match_constraints: MatchResources {
+        PolicySpec::fail_closed(
+            MatchResources {
                 resource_rules: vec![rule_for(GROUP, RESOURCE, &["UPDATE"])],
             },
-            match_conditions: Vec::new(),
             variables,
-            validations: vec![Validation {
+            vec![Validation {
                 expression: "!variables.legacyUpdate".into(),
                 message: Some("this ClusterObjectSet has no spec.group".into()),
                 message_expression: Some(format!(
@@ -357,7 +339,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                 )),
                 reason: None,
             }],
-        },
+        ),
         &["Warn"],
     );
     Ok(Native {

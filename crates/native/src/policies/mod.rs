@@ -218,6 +218,20 @@ pub(crate) fn user_text() -> &'static str {
      request.userInfo.groups.join(', ') : '') + '])')"
 }
 
+/// The validation refusing, as the module refuses it, an object of `kind`
+/// that cannot be read (see [`object_shape`]).
+pub(crate) fn readable(kind: &str) -> crate::model::Validation {
+    crate::model::Validation {
+        expression: object_shape("object"),
+        message: Some(format!(
+            "the object cannot be read as a {kind}: metadata and spec must be maps of fields and \
+             labels a map of strings"
+        )),
+        message_expression: None,
+        reason: Some("Invalid".into()),
+    }
+}
+
 /// A validation that the object has the shape the API server decodes every
 /// object into (metadata and spec maps, labels a map of strings), so that
 /// what the API server would refuse to decode is refused here too, as the

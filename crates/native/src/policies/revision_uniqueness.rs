@@ -10,7 +10,7 @@
 use olm_guard_olm::cluster_object_set::{API_VERSION, GROUP, KIND, OWNER_NAME_LABEL, RESOURCE};
 use olm_guard_rules::revision_uniqueness::Settings;
 
-use super::{Check, Enforcement, GenerateError, Native, cel_string, object_shape};
+use super::{Check, Enforcement, GenerateError, Native, cel_string, object_shape, readable};
 use crate::model::{
     BoundPolicy, MatchResources, NamedExpression, ParamKind, ParamRef, PolicySpec, Validation,
     named, rule_for,
@@ -124,16 +124,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         resource_rules: vec![rule_for(GROUP, RESOURCE, &["CREATE", "UPDATE"])],
     };
     let mut validations = vec![
-        Validation {
-            expression: object_shape("object"),
-            message: Some(
-                "the object cannot be read as a ClusterObjectSet: metadata and spec must be maps \
-                 of fields and labels a map of strings"
-                    .into(),
-            ),
-            message_expression: None,
-            reason: Some("Invalid".into()),
-        },
+        readable("ClusterObjectSet"),
         // Rule 1.
         Validation {
             expression: "variables.revision == null || (type(variables.revision) == int && \
@@ -224,14 +215,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
             name,
             RULE,
             summary,
-            PolicySpec {
-                failure_policy: "Fail".into(),
-                param_kind: None,
-                match_constraints: cos_rules(),
-                match_conditions: Vec::new(),
-                variables: variables(),
-                validations,
-            },
+            PolicySpec::fail_closed(cos_rules(), variables(), validations),
             &[action],
         )
     };
@@ -259,15 +243,11 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
             RULE,
             summary,
             PolicySpec {
-                failure_policy: "Fail".into(),
                 param_kind: Some(ParamKind {
                     api_version: API_VERSION.into(),
                     kind: KIND.into(),
                 }),
-                match_constraints: cos_rules(),
-                match_conditions: Vec::new(),
-                variables: param_variables.clone(),
-                validations: vec![validation],
+                ..PolicySpec::fail_closed(cos_rules(), param_variables.clone(), vec![validation])
             },
             &[action],
         );

@@ -190,19 +190,16 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         "olm-guard-scope-rbac-templates",
         RULE,
         "ScopeTemplates oria can create, granting nothing their author does not hold",
-        PolicySpec {
-            failure_policy: "Fail".into(),
-            param_kind: None,
-            match_constraints: MatchResources {
+        PolicySpec::fail_closed(
+            MatchResources {
                 resource_rules: GROUPS
                     .iter()
                     .map(|group| rule_for(group, "scopetemplates", &["CREATE", "UPDATE"]))
                     .collect(),
             },
-            match_conditions: Vec::new(),
             variables,
             validations,
-        },
+        ),
         &["Deny"],
     );
     Ok(Native {
