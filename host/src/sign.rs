@@ -60,9 +60,6 @@ pub fn annotation(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// What a keyless request gets: the reason and the way that works here.
-pub const KEYLESS: &str = "keyless signing needs Fulcio and Rekor on the internet, which olm-guard does not use; sign with a key: `olm-guard keygen`, then `olm-guard sign -k cosign.key registry://…`";
-
 #[cfg(not(feature = "registry"))]
 pub fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
     Err(crate::pull::without_registry(&args.reference))
@@ -76,7 +73,10 @@ pub fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
     use olm_guard_signing::{PrivateKey, SimpleSigning};
 
     let Some(key_path) = &args.key else {
-        anyhow::bail!("{KEYLESS}");
+        // What a keyless request gets: the reason, and the way that works.
+        anyhow::bail!(
+            "keyless signing needs Fulcio and Rekor on the internet, which olm-guard does not use; sign with a key: `olm-guard keygen`, then `olm-guard sign -k cosign.key registry://…`"
+        );
     };
     let reference = PolicyRef::parse(&args.reference)?;
     let text = std::fs::read_to_string(key_path)

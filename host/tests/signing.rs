@@ -207,8 +207,12 @@ fn signed_modules_verify_with_olm_guard_and_with_sigstore() {
         PASSWORD.as_bytes(),
     )
     .expect("sigstore decrypts our cosign.key");
+    // (sigstore writes PEM with CRLF line ends, we with LF.)
     assert_eq!(
-        pair.public_key_to_pem().unwrap().trim(),
+        pair.public_key_to_pem()
+            .unwrap()
+            .replace("\r\n", "\n")
+            .trim(),
         std::fs::read_to_string(&public).unwrap().trim()
     );
 
@@ -235,7 +239,7 @@ fn signed_modules_verify_with_olm_guard_and_with_sigstore() {
     let config = config(
         home,
         "verification.yml",
-        "apiVersion: v1\nallOf:\n  - kind: pubKey\n    owner: release\n    key: |\nKEY0    annotations:\n      env: prod\n",
+        "apiVersion: v1\nallOf:\n  - kind: pubKey\n    owner: release\n    key: |\nKEY0\n    annotations:\n      env: prod\n",
         &[&public],
     );
     let out = home.join("pulled.wasm");
@@ -432,7 +436,7 @@ fn minimum_matches_two_needs_both_keys_and_run_refuses_before_evaluating() {
     let config = config(
         home,
         "two.yml",
-        "apiVersion: v1\nanyOf:\n  minimumMatches: 2\n  signatures:\n    - kind: pubKey\n      owner: first\n      key: |\nKEY0    - kind: pubKey\n      owner: second\n      key: |\nKEY1    - kind: githubAction\n      owner: olm-guard\n",
+        "apiVersion: v1\nanyOf:\n  minimumMatches: 2\n  signatures:\n    - kind: pubKey\n      owner: first\n      key: |\nKEY0\n    - kind: pubKey\n      owner: second\n      key: |\nKEY1\n    - kind: githubAction\n      owner: olm-guard\n",
         &[&first_public, &second_public],
     );
     let flags = ["--verification-config", config.to_str().unwrap()];

@@ -322,7 +322,7 @@ mod tests {
             let report = verify(config, DIGEST, "x", layers);
             (report.verified, report.constraints[0].detail.clone())
         };
-        assert_eq!(verdict(&config(&signer, &[]), &[good.clone()]).0, true);
+        assert!(verdict(&config(&signer, &[]), std::slice::from_ref(&good)).0);
         let cases: [(VerificationConfig, Vec<SignatureLayer>, &str); 6] = [
             (config(&signer, &[]), vec![], "no signature"),
             (config(&other, &[]), vec![good.clone()], "wrong key"),
