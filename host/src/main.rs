@@ -11,6 +11,7 @@ mod bench_plot;
 mod bench_scale;
 mod common;
 mod inspect;
+mod keygen;
 mod playground;
 mod pull;
 mod push;
@@ -21,7 +22,11 @@ mod scaffold_manifest;
 mod scaffold_native;
 mod session;
 mod show;
+mod sign;
 mod test;
+#[cfg(feature = "registry")]
+mod verification;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -72,6 +77,13 @@ enum Command {
     Push(push::PushArgs),
     /// Pull a module from an OCI registry (into the cache, or -o FILE).
     Pull(pull::PullArgs),
+    /// Write a cosign key pair (cosign.key, cosign.pub), as `cosign generate-key-pair`.
+    Keygen(keygen::KeygenArgs),
+    /// Sign a pushed module with a cosign key, as `cosign sign --key`.
+    Sign(sign::SignArgs),
+    /// Check a module's cosign signatures with keys or a Kubewarden
+    /// verification config, as `kwctl verify`.
+    Verify(verify::VerifyArgs),
     /// Audit a cluster snapshot: what the policies would reject today, as a
     /// table, JSON, an HTML page or policy reports.
     Audit(audit::AuditArgs),
@@ -90,6 +102,9 @@ fn main() -> ExitCode {
         Command::Scaffold(args) => scaffold::scaffold(args),
         Command::Push(args) => push::push(args),
         Command::Pull(args) => pull::pull(args),
+        Command::Keygen(args) => keygen::keygen(args),
+        Command::Sign(args) => sign::sign(args),
+        Command::Verify(args) => verify::verify(args),
         Command::Audit(args) => audit::audit(args),
         Command::Playground(args) => playground::playground(args),
     };

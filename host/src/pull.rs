@@ -35,6 +35,23 @@ pub struct RegistryArgs {
     /// `$XDG_CACHE_HOME/olm-guard/modules` (else `~/.cache/olm-guard/modules`).
     #[arg(long, value_name = "DIR", env = "OLM_GUARD_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// The verification config of the commands that take
+    /// `--verification-config` ([`VerificationArgs`]), which set it here so
+    /// that every registry fetch below them is checked; not a flag itself,
+    /// so push and test do not offer it.
+    #[arg(skip)]
+    pub verification_config: Option<PathBuf>,
+}
+
+/// `--verification-config`, for pull, run and verify.
+#[derive(Args, Clone, Default)]
+pub struct VerificationArgs {
+    /// Kubewarden verification config (apiVersion: v1; allOf, anyOf with
+    /// minimumMatches; signatures of kind pubKey): a registry module whose
+    /// cosign signatures do not satisfy it is refused before it is pulled or
+    /// evaluated, and a local module is refused (`olm-guard verify --help`).
+    #[arg(long, value_name = "FILE")]
+    pub verification_config: Option<PathBuf>,
 }
 
 #[cfg(feature = "registry")]
@@ -44,6 +61,25 @@ impl RegistryArgs {
             insecure: self.insecure,
             ca_certs: self.ca_cert.clone(),
             docker_config: self.docker_config.clone(),
+        }
+    }
+
+    /// The `--verification-config`, read and checked.
+    pub(crate) fn verification(
+        &self,
+    ) -> anyhow::Result<Option<olm_guard_signing::VerificationConfig>> {
+        Ok(match &self.verification_config {
+            Some(path) => Some(olm_guard_signing::VerificationConfig::read(path)?),
+            None => None,
+        })
+    }
+
+    /// `reference`, pinned to its verified digest when a verification
+    /// config is given (refused when its signatures do not satisfy it).
+    fn verified(&self, reference: PolicyRef) -> anyhow::Result<PolicyRef> {
+        match self.verification()? {
+            Some(config) => crate::verification::require(&reference, &self.options(), &config),
+            None => Ok(reference),
         }
     }
 
@@ -59,9 +95,11 @@ impl RegistryArgs {
 Examples:
   olm-guard pull registry://localhost:5000/policies/catalog-union:v0.1.0 -o catalog-union.wasm
   olm-guard pull registry://ghcr.io/olm-guard/policies/og-intersection@sha256:…   # into the cache
+  olm-guard pull --verification-config deploy/verification-config.yml registry://ghcr.io/me/scope-rbac:v1
 
 Exit codes: 0 pulled (digest and file printed); 2 the reference is malformed,
-the registry refused it, or the download does not match its digest.")]
+the registry refused it, the download does not match its digest, or its
+signatures do not satisfy --verification-config.")]
 pub struct PullArgs {
     /// registry://host[:port]/repository:tag or …@sha256:<hex>.
     pub reference: String,
@@ -70,6 +108,8 @@ pub struct PullArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub verification: VerificationArgs,
 }
 
 #[cfg(not(feature = "registry"))]
@@ -78,8 +118,9 @@ pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
 }
 
 #[cfg(feature = "registry")]
-pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
-    let reference = PolicyRef::parse(&args.reference)?;
+pub fn pull(mut args: PullArgs) -> anyhow::Result<ExitCode> {
+    args.registry.verification_config = args.verification.verification_config.clone();
+    let reference = args.registry.verified(PolicyRef::parse(&args.reference)?)?;
     let options = args.registry.options();
     let (path, digest) = match &args.output {
         Some(output) => {
@@ -103,6 +144,9 @@ pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
 /// again while the tag resolves to the same digest).
 pub fn local_policy(policy: &Path, registry: &RegistryArgs) -> anyhow::Result<PathBuf> {
     let Some(text) = policy.to_str().filter(|text| is_registry(text)) else {
+        if registry.verification_config.is_some() {
+            anyhow::bail!("{}", unverifiable(&policy.display().to_string()));
+        }
         return Ok(policy.to_path_buf());
     };
     fetch(text, registry)
@@ -115,9 +159,18 @@ pub fn is_registry(text: &str) -> bool {
     text.starts_with("registry://")
 }
 
+/// What `--verification-config` says of a module that is not in a
+/// registry: signatures live beside a module in its repository, so a file
+/// cannot be checked, and is never run unchecked.
+pub fn unverifiable(module: &str) -> String {
+    format!(
+        "{module}: a local module has no signatures to verify, and --verification-config is given; run it from registry://… or drop --verification-config"
+    )
+}
+
 #[cfg(feature = "registry")]
 fn fetch(text: &str, registry: &RegistryArgs) -> anyhow::Result<PathBuf> {
-    let reference = PolicyRef::parse(text)?;
+    let reference = registry.verified(PolicyRef::parse(text)?)?;
     let cached = Cached::fetch(&reference, &registry.options(), &registry.cache_dir()?)?;
     Ok(cached.path)
 }

@@ -40,7 +40,9 @@ Examples:
   olm-guard run revision-uniqueness --object cos.yaml --cluster cluster.yaml --trace
 
 MODULE is a name in --dist (`catalog-union`), a path to a .wasm file, or
-registry://host[:port]/repo:tag.
+registry://host[:port]/repo:tag; with --verification-config, only
+registry modules whose cosign signatures satisfy it are run (`olm-guard
+verify --help`), checked before any evaluation.
 
 Several modules (or `all`, every module in --dist): each document goes only to
 the modules whose metadata rules cover its group, version, resource and
@@ -83,6 +85,8 @@ pub struct RunArgs {
     pub dist: PathBuf,
     #[command(flatten)]
     pub registry: crate::pull::RegistryArgs,
+    #[command(flatten)]
+    pub verification: crate::pull::VerificationArgs,
     /// AdmissionReview or AdmissionRequest, JSON or YAML.
     #[arg(long, required_unless_present_any = ["objects", "old_object", "bundle"], conflicts_with_all = ["objects", "old_object", "bundle"])]
     pub request: Option<PathBuf>,
@@ -158,7 +162,9 @@ pub enum RunOutput {
     Junit,
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
+    // Every registry fetch below (one module or several) is checked.
+    args.registry.verification_config = args.verification.verification_config.clone();
     if crate::run_many::applies(&args) {
         return crate::run_many::run(args);
     }

@@ -249,6 +249,9 @@ fn module_files(args: &RunArgs) -> anyhow::Result<Vec<(String, PathBuf)>> {
     let mut modules: Vec<(String, PathBuf)> = Vec::new();
     for module in &args.modules {
         let found = if module == ALL {
+            if args.registry.verification_config.is_some() {
+                bail!("{}", crate::pull::unverifiable(ALL));
+            }
             let files = engine::module_files(&args.dist).with_context(|| {
                 format!(
                     "`{ALL}` stands for every module in --dist ({})",

@@ -19,6 +19,7 @@
 mod auth;
 mod cache;
 mod reference;
+mod signature;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +37,10 @@ use olm_guard_runtime::metadata::{METADATA_SECTION, Metadata, MetadataError};
 pub use auth::{DockerConfig, docker_config_path};
 pub use cache::{Cached, cache_path, default_cache_dir, write_atomically};
 pub use reference::PolicyRef;
+pub use signature::{
+    SignaturePushed, StoredLayer, StoredSignatures, fetch_signatures, fetch_signatures_of,
+    push_signature,
+};
 
 /// Makes ring the process's rustls crypto provider, once; later calls (and a
 /// provider installed earlier by someone else) leave it as it is.

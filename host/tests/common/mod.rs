@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+pub mod oci_registry;
+
 use olm_guard_rules::registry;
 
 /// The repository's root.
