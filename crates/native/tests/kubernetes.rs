@@ -133,10 +133,13 @@ fn variables_read_only_earlier_variables() {
             for (i, variable) in variables.iter().enumerate() {
                 for later in &variables[i..] {
                     let reference = format!("variables.{}", later.name);
-                    let reads = variable.expression.match_indices(&reference).any(|(at, _)| {
-                        !variable.expression[at + reference.len()..]
-                            .starts_with(|c: char| c.is_alphanumeric() || c == '_')
-                    });
+                    let reads = variable
+                        .expression
+                        .match_indices(&reference)
+                        .any(|(at, _)| {
+                            !variable.expression[at + reference.len()..]
+                                .starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                        });
                     assert!(
                         !reads,
                         "{}: variable {} reads {reference}, defined at or after it",
