@@ -225,9 +225,9 @@ cases:
     );
 }
 
-/// Settings by module name reach that module: without `migrateLegacy`,
-/// catalog-union denies the quickstart's legacy CatalogSource, so the same
-/// manifest fails.
+/// Settings by module name reach that module: with `migrateLegacy`,
+/// catalog-union rewrites the quickstart's legacy CatalogSource and warns,
+/// so the same manifest that passes without it gives `warn`.
 #[test]
 fn settings_are_given_per_module() {
     let dir = tempfile::tempdir().unwrap();
@@ -240,9 +240,9 @@ cases:
   modules: [catalog-union, og-intersection]
   objects: {quickstart}
   expect:
-    result: fail
+    result: pass
     results:
-    - {{object: CatalogSource/operatorhubio-catalog, module: catalog-union, result: fail}}
+    - {{object: CatalogSource/operatorhubio-catalog, module: catalog-union, result: pass}}
     - {{object: OperatorGroup/olm-operators, module: og-intersection, result: pass}}
 - name: with it
   modules: [catalog-union, og-intersection]
@@ -250,12 +250,18 @@ cases:
   settings: {{catalog-union: {{migrateLegacy: true}}}}
   expect:
     result: warn
+    results:
+    - object: CatalogSource/olm/operatorhubio-catalog
+      module: catalog-union
+      result: warn
+      warnings: [spec.catalogImageSource (migrateLegacy)]
 ",
             quickstart = repo("examples/preflight/quickstart-olm.yaml")
         ),
     );
     let (report, code) = report(&[&path]);
     assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["passed"], 2, "{report:#}");
     assert_eq!(
         result(&report, "with it")["policy"],
         "catalog-union,og-intersection"
