@@ -12,7 +12,6 @@ use serde_json::Value;
 use olm_guard_evaluator::input::{self as admission, ObjectRequest, Requester, Route};
 use olm_guard_evaluator::{CallRecord, Policy};
 use olm_guard_runtime::CallError;
-use olm_guard_snapshot::Snapshot;
 
 use crate::common::{LimitArgs, SnapshotArgs, truncate};
 use crate::session::SessionArgs;
@@ -421,17 +420,9 @@ pub(crate) fn objects_of(path: &Path) -> anyhow::Result<Vec<(String, Value)>> {
             .with_context(|| format!("cannot read {}", path.display()))?;
         (path.display().to_string(), text)
     };
-    let objects = Snapshot::read_objects(&source, &text)
-        .into_iter()
-        .map(|read| {
-            let (at, object) = read?;
-            Ok((at.to_string(), object))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    if objects.is_empty() {
-        bail!("{source}: no object in the file");
-    }
-    Ok(objects)
+    Ok(olm_guard_evaluator::preflight::manifest_documents(
+        &source, &text,
+    )?)
 }
 
 /// Says on stderr when policy-server would never send `request` to this

@@ -37,11 +37,16 @@ skipped. The full format: HACKING.md, \"Scenario format\".
 A suite file (YAML or JSON, `kind: TestSuite`) lists cases instead: a module,
 settings, a bare object with operation and user (or a request), the cluster
 or a recorded session, and the expected result, pass | warn | fail | skip,
-with message, warnings and patched object. Format: docs/test-suites.md.
+with message, warnings and patched object. A case with `modules: all` (or a
+list) and `objects: FILE` or `bundle: DIR` + `namespace:` judges a whole
+install as `olm-guard run all` does, every document with every module that
+applies, and expects the install's result (`fail` if any evaluation denied)
+and per-object `results`. Format: docs/test-suites.md.
 
 Examples:
   olm-guard test testdata
   olm-guard test examples/suites/catalog-union.yaml     # a suite file
+  olm-guard test examples/suites/preflight-memcached.yaml -o junit  # an install gate
   olm-guard test testdata/catalog-union -o json > results.json
   olm-guard test testdata -o junit > junit.xml           # for CI test reports
   olm-guard test testdata --run 'catalog-union/.*update' # only matching scenarios
@@ -150,26 +155,16 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|dir| scenario::run_with(dir, &mut store, &sessions))
         .collect();
-    let mut by_path: HashMap<PathBuf, Arc<Policy>> = HashMap::new();
+    let mut modules = SuiteModules {
+        store,
+        by_path: HashMap::new(),
+        runtime: &runtime,
+        dist: &dist,
+        registry: &args.registry,
+    };
     for (path, suite) in &suites {
-        let mut load = |module: &str, base: &Path| -> anyhow::Result<Arc<Policy>> {
-            if !module.contains("://") && !module.ends_with(".wasm") && !module.contains('/') {
-                return store.get(module);
-            }
-            let file = if module.contains("://") {
-                crate::pull::local_policy(Path::new(module), &args.registry)?
-            } else {
-                base.join(module)
-            };
-            if let Some(policy) = by_path.get(&file) {
-                return Ok(policy.clone());
-            }
-            let policy = Arc::new(Policy::load(&runtime, &file, None)?);
-            by_path.insert(file, policy.clone());
-            Ok(policy)
-        };
         let selected = |label: &Path| matches(&label.to_path_buf());
-        outcomes.extend(suite::run(path, suite, &selected, &mut load));
+        outcomes.extend(suite::run(path, suite, &selected, &mut modules));
     }
     let failed = outcomes.iter().filter(|o| !o.passed()).count() + found.incomplete.len();
     let passed = outcomes.len() + found.incomplete.len() - failed;
@@ -213,6 +208,51 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// A suite's modules: names from `--dist` (through the scenarios' store),
+/// paths relative to the suite and registry references, each compiled once.
+struct SuiteModules<'a> {
+    store: PolicyStore<'a>,
+    by_path: HashMap<PathBuf, Arc<Policy>>,
+    runtime: &'a olm_guard_runtime::Runtime,
+    dist: &'a Path,
+    registry: &'a crate::pull::RegistryArgs,
+}
+
+impl suite::ModuleSource for SuiteModules<'_> {
+    fn load(&mut self, module: &str, base: &Path) -> anyhow::Result<Arc<Policy>> {
+        if !module.contains("://") && !module.ends_with(".wasm") && !module.contains('/') {
+            let file = self.dist.join(format!("{module}.wasm"));
+            if !file.is_file() {
+                anyhow::bail!(
+                    "no module {module} in {} (its modules: {})",
+                    self.dist.display(),
+                    self.all()?.join(", ")
+                );
+            }
+            return self.store.get(module);
+        }
+        let file = if module.contains("://") {
+            crate::pull::local_policy(Path::new(module), self.registry)?
+        } else {
+            base.join(module)
+        };
+        if let Some(policy) = self.by_path.get(&file) {
+            return Ok(policy.clone());
+        }
+        let policy = Arc::new(Policy::load(self.runtime, &file, None)?);
+        self.by_path.insert(file, policy.clone());
+        Ok(policy)
+    }
+
+    fn all(&mut self) -> anyhow::Result<Vec<String>> {
+        Ok(crate::audit::engine::module_files(self.dist)?
+            .iter()
+            .filter_map(|path| path.file_stem())
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .collect())
+    }
 }
 
 /// `--dist`, or the `dist/` of the project the first scenario tree is in:
@@ -279,7 +319,7 @@ pub fn print_table(outcomes: &[scenario::Outcome]) {
 /// One scenario's result as data: what was expected to hold, what failed,
 /// and the full response with the patch applied.
 pub fn outcome_json(outcome: &scenario::Outcome) -> serde_json::Value {
-    serde_json::json!({
+    let mut json = serde_json::json!({
         "scenario": display(&outcome.dir),
         "policy": outcome.policy,
         "passed": outcome.passed(),
@@ -288,7 +328,12 @@ pub fn outcome_json(outcome: &scenario::Outcome) -> serde_json::Value {
         "failures": outcome.failures,
         "response": outcome.response,
         "patchedObject": outcome.patched_object,
-    })
+    });
+    // A suite case judging manifests: each (object, module) evaluated.
+    if !outcome.evaluations.is_empty() {
+        json["evaluations"] = serde_json::Value::Array(outcome.evaluations.clone());
+    }
+    json
 }
 
 /// JUnit XML as CI systems read it (the Ant schema's `testsuites` /

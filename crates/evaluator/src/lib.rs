@@ -28,6 +28,7 @@ pub mod host;
 pub mod input;
 pub mod manifest;
 pub mod policy;
+pub mod preflight;
 pub mod scenario;
 pub mod session;
 pub mod suite;

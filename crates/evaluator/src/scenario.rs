@@ -222,6 +222,10 @@ pub struct Outcome {
     /// The request's object with the response's patch applied, when the
     /// module mutated it.
     pub patched_object: Option<Value>,
+    /// A suite case judging manifests with several modules: one entry per
+    /// (object, module) evaluated (`source`, `object`, `policy`, `result`,
+    /// `message`, `warnings`); empty otherwise.
+    pub evaluations: Vec<Value>,
 }
 
 impl Outcome {
@@ -236,6 +240,7 @@ impl Outcome {
             failures: Vec::new(),
             response: None,
             patched_object: None,
+            evaluations: Vec::new(),
         }
     }
 

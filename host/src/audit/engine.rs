@@ -18,7 +18,6 @@ use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use olm_guard_core::ObjectMeta;
 use olm_guard_evaluator::input::guess_resource;
 use olm_guard_evaluator::{ClusterContext, Policy};
 use olm_guard_runtime::Runtime;
@@ -70,81 +69,19 @@ impl Outcome {
     }
 }
 
-/// The object a result is about.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Subject {
-    /// Empty for cluster-scoped objects.
-    pub namespace: String,
-    /// `kind`.
-    pub kind: String,
-    /// `metadata.name` (or `generateName` for an unnamed object).
-    pub name: String,
-    /// `apiVersion`.
-    pub api_version: String,
-    /// `metadata.uid`, when the snapshot has it.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub uid: String,
-    /// `metadata.resourceVersion`, when the snapshot has it.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub resource_version: String,
-    /// Whether the discovery table says the kind is cluster-scoped.
-    #[serde(skip)]
-    pub cluster_scoped: bool,
-}
+/// The object a result is about (the evaluator's, shared with `run all`).
+pub use olm_guard_evaluator::preflight::Subject;
 
-impl Subject {
-    /// The subject `object` names; `api_resources` says whether its kind is
-    /// cluster-scoped.
-    pub fn of(object: &Value, api_resources: &ApiResources) -> Subject {
-        let meta = ObjectMeta::of(object);
-        let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or("");
-        let api_version = text("apiVersion").to_string();
-        let kind = text("kind").to_string();
-        let resource_version = object
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        Subject {
-            cluster_scoped: api_resources.is_cluster_scoped(&api_version, &kind),
-            namespace: meta.namespace,
-            name: if meta.name.is_empty() {
-                meta.generate_name
-            } else {
-                meta.name
-            },
-            api_version,
-            kind,
-            uid: meta.uid,
-            resource_version,
-        }
-    }
-
-    fn of_ref(object: &ObjectRef, api_resources: &ApiResources) -> Subject {
-        Subject {
-            cluster_scoped: api_resources.is_cluster_scoped(&object.api_version, &object.kind),
-            namespace: object.namespace.clone(),
-            kind: object.kind.clone(),
-            name: object.name.clone(),
-            api_version: object.api_version.clone(),
-            uid: String::new(),
-            resource_version: String::new(),
-        }
-    }
-
-    /// `Kind namespace/name` or `Kind name`, as the table shows it.
-    pub fn display(&self) -> String {
-        let name = if self.name.is_empty() {
-            "<unnamed>"
-        } else {
-            &self.name
-        };
-        if self.namespace.is_empty() {
-            format!("{} {name}", self.kind)
-        } else {
-            format!("{} {}/{name}", self.kind, self.namespace)
-        }
+/// The subject a snapshot reference names.
+fn subject_of_ref(object: &ObjectRef, api_resources: &ApiResources) -> Subject {
+    Subject {
+        cluster_scoped: api_resources.is_cluster_scoped(&object.api_version, &object.kind),
+        namespace: object.namespace.clone(),
+        kind: object.kind.clone(),
+        name: object.name.clone(),
+        api_version: object.api_version.clone(),
+        uid: String::new(),
+        resource_version: String::new(),
     }
 }
 
@@ -299,7 +236,7 @@ pub fn load_snapshot(
             object: warning
                 .error
                 .object()
-                .map(|o| Subject::of_ref(o, snapshot.api_resources())),
+                .map(|o| subject_of_ref(o, snapshot.api_resources())),
             source: warning.error.at.to_string(),
             policy: SNAPSHOT_POLICY.into(),
             result: Outcome::Error,

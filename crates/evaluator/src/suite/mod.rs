@@ -4,6 +4,11 @@
 //! tests their own settings without building scenario directories. The
 //! format is `docs/test-suites.md`; `olm-guard test suite.yaml` runs one.
 //!
+//! A case that names `modules` (or `all`) and `objects` or a `bundle`
+//! judges a whole manifest as the API server would admit it, every document
+//! with every module policy-server would route it to ([`crate::preflight`]):
+//! "this install must pass" in an operator's CI ([`preflight`]).
+//!
 //! Results are named as `kyverno test` names them: `pass` (admitted, no
 //! warning), `warn` (admitted with a warning), `fail` (denied) and `skip`
 //! (the module's metadata rules do not cover the request, so policy-server
@@ -25,6 +30,8 @@ use crate::policy::Policy;
 use crate::scenario::{self, Expect, Outcome};
 use crate::session::SessionReplay;
 
+mod preflight;
+
 /// The `kind` a suite file must declare, so a stray YAML file is not read as
 /// an empty suite.
 pub const SUITE_KIND: &str = "TestSuite";
@@ -42,6 +49,10 @@ pub struct Suite {
     /// `.wasm` path (relative to the suite file) or `registry://…`.
     #[serde(default)]
     pub module: Option<String>,
+    /// The modules of every case judging manifests (`objects` or `bundle`)
+    /// that names none: `all` (every module in `--dist`) or a list.
+    #[serde(default)]
+    pub modules: Option<ModuleList>,
     /// Settings of every case that gives none: inline, or a file.
     #[serde(default)]
     pub settings: Option<Value>,
@@ -62,7 +73,25 @@ pub struct Case {
     /// The module, overriding the suite's.
     #[serde(default)]
     pub module: Option<String>,
-    /// The settings, overriding the suite's: a mapping, or a file.
+    /// For a case judging manifests: `all` or a list of modules, each
+    /// document sent to those whose metadata rules cover it.
+    #[serde(default)]
+    pub modules: Option<ModuleList>,
+    /// Manifests admitted in order, as `kubectl apply -f` sends them: a
+    /// file (many documents), or a list of files and inline objects.
+    #[serde(default)]
+    pub objects: Option<Value>,
+    /// A registry+v1 operator bundle directory, admitted after `objects`
+    /// as OLM would create it in `namespace`.
+    #[serde(default)]
+    pub bundle: Option<String>,
+    /// For a case judging manifests: judge every document against the
+    /// cluster alone, rather than adding each admitted one to it for the
+    /// documents after it.
+    #[serde(default)]
+    pub independent: bool,
+    /// The settings, overriding the suite's: a mapping, or a file. In a
+    /// case with `modules`, a mapping from module name to its settings.
     #[serde(default)]
     pub settings: Option<Value>,
     /// An AdmissionReview or AdmissionRequest (inline or a file), instead of
@@ -125,6 +154,64 @@ pub struct CaseExpect {
     /// The settings must be refused with a message containing this.
     #[serde(default)]
     pub settings_error: Option<String>,
+    /// In a case with `modules`: what one module must say of one object.
+    #[serde(default)]
+    pub results: Vec<PairExpect>,
+}
+
+/// What one module must say of one object, in a case judging manifests.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PairExpect {
+    /// The object: `Kind/name`, or `Kind/namespace/name`.
+    pub object: String,
+    /// The module's name.
+    pub module: String,
+    /// `pass`, `warn`, `fail`, or `skip` (the module's rules do not cover
+    /// the object, so it was not sent).
+    pub result: CaseResult,
+    /// A substring of the module's message.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// A regular expression the message must match.
+    #[serde(default)]
+    pub message_regex: Option<String>,
+    /// Substrings each found in some warning.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// `modules:` — one name or `all`, or a list of them (`all` among them
+/// stands for every module in `--dist`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ModuleList {
+    /// `modules: all`, or one module.
+    One(String),
+    /// `modules: [og-intersection, catalog-union]`.
+    Many(Vec<String>),
+}
+
+impl ModuleList {
+    /// The names as written.
+    pub fn names(&self) -> Vec<&str> {
+        match self {
+            ModuleList::One(name) => vec![name.as_str()],
+            ModuleList::Many(names) => names.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+/// The word that stands for every module in `--dist`, as in `olm-guard run
+/// all`.
+pub const ALL: &str = "all";
+
+impl Case {
+    /// Whether the case judges manifests (`objects` or `bundle`) with
+    /// several modules, rather than one request with one module.
+    pub fn judges_manifests(&self) -> bool {
+        self.objects.is_some() || self.bundle.is_some() || self.modules.is_some()
+    }
 }
 
 /// The result of a case, as `kyverno test` names results.
@@ -142,7 +229,8 @@ pub enum CaseResult {
 }
 
 impl CaseResult {
-    fn word(self) -> &'static str {
+    /// `pass`, `warn`, `fail` or `skip`.
+    pub fn word(self) -> &'static str {
         match self {
             CaseResult::Pass => "pass",
             CaseResult::Warn => "warn",
@@ -175,8 +263,90 @@ pub fn load(path: &Path) -> anyhow::Result<Suite> {
                 case.name
             );
         }
+        if let Err(problem) = check_case(&suite, case) {
+            bail!("{}: cases[{index}].{problem}", path.display());
+        }
     }
     Ok(suite)
+}
+
+/// What a case's fields cannot mean together, as `field: why and the fix`.
+fn check_case(suite: &Suite, case: &Case) -> Result<(), String> {
+    if case.module.is_some() && case.modules.is_some() {
+        return Err("modules: give `module` (one) or `modules`, not both".into());
+    }
+    if !case.judges_manifests() {
+        if !case.expect.results.is_empty() {
+            return Err(
+                "expect.results: per-object results need a case judging manifests: give `objects` or `bundle`, and `modules`"
+                    .into(),
+            );
+        }
+        return Ok(());
+    }
+    if case.objects.is_none() && case.bundle.is_none() {
+        return Err(
+            "modules: a case with modules judges manifests: give `objects` (a file or a list) or `bundle` (with `namespace`)"
+                .into(),
+        );
+    }
+    for (field, given) in [
+        ("request", case.request.is_some()),
+        ("object", case.object.is_some()),
+        ("oldObject", case.old_object.is_some()),
+        ("session", case.session.is_some()),
+    ] {
+        if given {
+            return Err(format!(
+                "{field}: a case judging manifests takes `objects` or `bundle`; put `{field}` in a case of its own"
+            ));
+        }
+    }
+    if case.bundle.is_some() && case.namespace.is_none() {
+        return Err(
+            "bundle: give `namespace`, the namespace OLM would install the bundle in".into(),
+        );
+    }
+    if case.modules.is_none()
+        && case.module.is_none()
+        && suite.modules.is_none()
+        && suite.module.is_none()
+    {
+        return Err(
+            "modules: no modules: set `modules: all` (every module in --dist) or a list, on the case or the suite"
+                .into(),
+        );
+    }
+    let expect = &case.expect;
+    for (field, given) in [
+        ("settingsError", expect.settings_error.is_some()),
+        ("message", expect.message.is_some()),
+        ("messageRegex", expect.message_regex.is_some()),
+        ("warnings", !expect.warnings.is_empty()),
+        ("mutated", expect.mutated.is_some()),
+        ("patchedObject", expect.patched_object.is_some()),
+    ] {
+        if given {
+            return Err(format!(
+                "expect.{field}: in a case judging manifests, say what one module says of one object under `expect.results`"
+            ));
+        }
+    }
+    if expect.result.is_none() {
+        return Err(
+            "expect.result is missing: pass (every evaluation admitted, no warning), warn, fail (some evaluation denied) or skip (no module applies)"
+                .into(),
+        );
+    }
+    for (index, result) in expect.results.iter().enumerate() {
+        if result.object.split('/').count() < 2 || result.object.split('/').count() > 3 {
+            return Err(format!(
+                "expect.results[{index}].object: {:?}: name the object as Kind/name or Kind/namespace/name",
+                result.object
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Whether `path` is meant as a suite file rather than a scenario tree.
@@ -193,9 +363,15 @@ pub fn case_label(suite: &Path, case: &Case) -> PathBuf {
     PathBuf::from(format!("{}#{}", suite.display(), case.name))
 }
 
-/// Loads the module a case names (a name, a path relative to the suite's
-/// directory, or a registry reference), compiled once per run.
-pub type ModuleLoader<'a> = dyn FnMut(&str, &Path) -> anyhow::Result<Arc<Policy>> + 'a;
+/// Where a suite's modules come from: the host resolves names in `--dist`,
+/// paths and registry references, and compiles each once per run.
+pub trait ModuleSource {
+    /// The module a case names (a name, a path relative to the suite's
+    /// directory `base`, or a registry reference).
+    fn load(&mut self, module: &str, base: &Path) -> anyhow::Result<Arc<Policy>>;
+    /// The names of every module in `--dist`, sorted: what `all` stands for.
+    fn all(&mut self) -> anyhow::Result<Vec<String>>;
+}
 
 /// Runs the cases of the suite at `path` whose [`case_label`] `selected`
 /// accepts; every failure is in an outcome, never an `Err`.
@@ -203,7 +379,7 @@ pub fn run(
     path: &Path,
     suite: &Suite,
     selected: &dyn Fn(&Path) -> bool,
-    load_module: &mut ModuleLoader,
+    modules: &mut dyn ModuleSource,
 ) -> Vec<Outcome> {
     let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     suite
@@ -213,7 +389,12 @@ pub fn run(
         .filter(|(_, case)| selected(&case_label(path, case)))
         .map(|(index, case)| {
             let mut outcome = Outcome::pending(case_label(path, case));
-            if let Err(e) = evaluate(suite, case, &base, load_module, &mut outcome) {
+            let evaluated = if case.judges_manifests() {
+                preflight::evaluate(suite, case, &base, modules, &mut outcome)
+            } else {
+                evaluate(suite, case, &base, modules, &mut outcome)
+            };
+            if let Err(e) = evaluated {
                 outcome
                     .failures
                     .push(format!("cases[{index}] ({}): {e:#}", case.name));
@@ -227,7 +408,7 @@ fn evaluate(
     suite: &Suite,
     case: &Case,
     base: &Path,
-    load_module: &mut ModuleLoader,
+    modules: &mut dyn ModuleSource,
     outcome: &mut Outcome,
 ) -> anyhow::Result<()> {
     let expect = &case.expect;
@@ -244,7 +425,7 @@ fn evaluate(
         .as_deref()
         .or(suite.module.as_deref())
         .context("no module: set `module` on the case or on the suite")?;
-    let policy = load_module(module, base)?;
+    let policy = modules.load(module, base)?;
     outcome.policy = policy.name.clone();
 
     let settings = match case.settings.as_ref().or(suite.settings.as_ref()) {
@@ -431,7 +612,7 @@ fn request_of(case: &Case, base: &Path) -> anyhow::Result<Value> {
 
 /// A field given inline (a mapping) or as a file name relative to the
 /// suite's directory (a string).
-fn inline_or_file(value: &Value, base: &Path, field: &str) -> anyhow::Result<Value> {
+pub(crate) fn inline_or_file(value: &Value, base: &Path, field: &str) -> anyhow::Result<Value> {
     match value {
         Value::Object(_) => Ok(value.clone()),
         Value::String(file) => Ok(admission::read_document(&base.join(file))?),
@@ -443,7 +624,7 @@ fn inline_or_file(value: &Value, base: &Path, field: &str) -> anyhow::Result<Val
 }
 
 /// A cluster given as a snapshot file (a string) or inline objects (a list).
-fn snapshot_of(cluster: &Value, base: &Path) -> anyhow::Result<Snapshot> {
+pub(crate) fn snapshot_of(cluster: &Value, base: &Path) -> anyhow::Result<Snapshot> {
     match cluster {
         Value::String(file) => {
             let path = base.join(file);
