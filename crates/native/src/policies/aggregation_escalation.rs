@@ -208,22 +208,49 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
     };
     // What the module compares for a garbage-collector-only update: every
     // field it reads but ownerReferences, finalizers and uid.
-    let compared = |x: &str| {
-        format!(
-            "[{}, {}, {}, {}, {}, {}.map(r, [{}, {}, {}, {}, {}]), has({x}.aggregationRule) ? \
-             {x}.aggregationRule : null]",
-            meta(x, "name", "''"),
-            meta(x, "generateName", "''"),
-            meta(x, "namespace", "''"),
-            meta(x, "labels", "{}"),
-            meta(x, "annotations", "{}"),
-            rules_of(x),
-            list("r", "verbs"),
-            list("r", "apiGroups"),
-            list("r", "resources"),
-            list("r", "resourceNames"),
-            list("r", "nonResourceURLs"),
-        )
+    // What the module compares for a garbage-collector-only update: every
+    // field it reads but ownerReferences, finalizers and uid, field by
+    // field (Kubernetes' CEL wants list literals of one type).
+    let same_fields = {
+        let same = |a: String, b: String| format!("{a} == {b}");
+        let rules = |x: &str| {
+            format!(
+                "{}.map(r, [{}, {}, {}, {}, {}])",
+                rules_of(x),
+                list("r", "verbs"),
+                list("r", "apiGroups"),
+                list("r", "resources"),
+                list("r", "resourceNames"),
+                list("r", "nonResourceURLs"),
+            )
+        };
+        let aggregation =
+            |x: &str| format!("(has({x}.aggregationRule) ? {x}.aggregationRule : null)");
+        [
+            same(
+                meta("object", "name", "''"),
+                meta("oldObject", "name", "''"),
+            ),
+            same(
+                meta("object", "generateName", "''"),
+                meta("oldObject", "generateName", "''"),
+            ),
+            same(
+                meta("object", "namespace", "''"),
+                meta("oldObject", "namespace", "''"),
+            ),
+            same(
+                meta("object", "labels", "{}"),
+                meta("oldObject", "labels", "{}"),
+            ),
+            same(
+                meta("object", "annotations", "{}"),
+                meta("oldObject", "annotations", "{}"),
+            ),
+            same(rules("object"), rules("oldObject")),
+            same(aggregation("object"), aggregation("oldObject")),
+        ]
+        .join(" && ")
     };
     // rbac `covers`: every atom of the new rules is covered by one old rule.
     let cov_url = format!(
@@ -282,11 +309,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         ),
         named(
             "gcOnly",
-            &format!(
-                "request.operation == 'UPDATE' && {} == {}",
-                compared("object"),
-                compared("oldObject")
-            ),
+            &format!("request.operation == 'UPDATE' && {same_fields}"),
         ),
         named(
             "addsRules",
