@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -18,15 +18,7 @@ use olm_guard_runtime::{Limits, Metadata, Runtime};
 use olm_guard_snapshot::{LoadOptions, Snapshot};
 
 mod common;
-use common::{dist, root};
-
-fn olm_guard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .expect("olm-guard runs")
-}
+use common::{dist, olm_guard, root};
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

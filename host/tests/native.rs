@@ -4,18 +4,9 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
 
 mod common;
-use common::root;
-
-fn olm_guard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .expect("olm-guard runs")
-}
+use common::{olm_guard, root};
 
 fn files(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)

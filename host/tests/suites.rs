@@ -5,24 +5,11 @@
 //! inline objects or a recorded session.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
 mod common;
-use common::{dist, module, root};
-
-fn olm_guard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("olm-guard runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{dist, module, olm_guard, root, text};
 
 fn write(dir: &Path, name: &str, content: &str) -> String {
     let path = dir.join(name);

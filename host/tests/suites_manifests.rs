@@ -6,27 +6,15 @@
 //! input is refused naming the file and the field.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 mod common;
-use common::{dist, root};
+use common::{dist, olm_guard, root, text};
 
 const CONFLICT: &str = "examples/preflight/conflicting-operatorgroups.yaml";
 const BUNDLE: &str = "examples/bundles/memcached-operator";
-
-fn olm_guard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("olm-guard runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// A suite file `suite.yaml` in `dir`.
 fn suite(dir: &Path, content: &str) -> String {

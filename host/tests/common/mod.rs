@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
+use std::process::{Command, Output};
 
 pub mod oci_registry;
 
@@ -11,6 +12,21 @@ use olm_guard_rules::registry;
 /// The repository's root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `olm-guard` run in the repository's root with `args`, its output
+/// captured (the paths a failure message shows are the ones to type there).
+pub fn olm_guard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+        .current_dir(root())
+        .args(args)
+        .output()
+        .expect("olm-guard runs")
+}
+
+/// A process's output bytes as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// The built modules: `dist/` (or `$OLM_GUARD_DIST`), checked to hold a
