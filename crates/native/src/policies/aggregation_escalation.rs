@@ -227,29 +227,24 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         let aggregation =
             |x: &str| format!("(has({x}.aggregationRule) ? {x}.aggregationRule : null)");
         [
+            ("name", "''"),
+            ("generateName", "''"),
+            ("namespace", "''"),
+            ("labels", "{}"),
+            ("annotations", "{}"),
+        ]
+        .map(|(field, default)| {
             same(
-                meta("object", "name", "''"),
-                meta("oldObject", "name", "''"),
-            ),
-            same(
-                meta("object", "generateName", "''"),
-                meta("oldObject", "generateName", "''"),
-            ),
-            same(
-                meta("object", "namespace", "''"),
-                meta("oldObject", "namespace", "''"),
-            ),
-            same(
-                meta("object", "labels", "{}"),
-                meta("oldObject", "labels", "{}"),
-            ),
-            same(
-                meta("object", "annotations", "{}"),
-                meta("oldObject", "annotations", "{}"),
-            ),
+                meta("object", field, default),
+                meta("oldObject", field, default),
+            )
+        })
+        .into_iter()
+        .chain([
             same(rules("object"), rules("oldObject")),
             same(aggregation("object"), aggregation("oldObject")),
-        ]
+        ])
+        .collect::<Vec<_>>()
         .join(" && ")
     };
     // rbac `covers`: every atom of the new rules is covered by one old rule.
