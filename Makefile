@@ -133,20 +133,20 @@ test-side:
 # at 10..10,000 objects, as a table and docs/performance-scale.png. Then every
 # module on our host (a fresh instance per evaluation) against Kubewarden's waPC
 # host (wapc + wasmtime-provider, one long-lived instance, as `kwctl bench`);
-# then the audit of a 10,000-object snapshot with all six modules (its last
-# line gives the time and the threads, one per core).
+# then audits of generated 10,000-, 30,000- and 100,000-object snapshots with
+# all six modules, and how their time grows (scripts/audit-scale.py).
 #
 # Everything here is release-built in one cargo command (one feature set, so
 # wasmtime compiles once), and the modules are annotated by that release host:
-# a fresh clone builds no debug workspace for a benchmark.
+# a fresh clone builds no debug workspace for a benchmark. The host is built
+# with `plot` only: a benchmark pushes and signs nothing, so the registry
+# stack (HTTP, TLS, OCI, signing) is not compiled.
 bench: HOST := $(RELEASE)/olm-guard
-bench: HOST_BUILD = $(CARGO) build --release -p olm-guard-host -p olm-guard-conformance --bins
+bench: HOST_BUILD = $(CARGO) build --release -p olm-guard-host -p olm-guard-conformance --bins --no-default-features --features olm-guard-host/plot
 bench: dist
 	$(RELEASE)/olm-guard bench --workload all --scale --plot docs/performance-scale.png
 	$(RELEASE)/olm-guard-reference-bench --dist dist --testdata testdata
-	@mkdir -p target
-	python3 scripts/audit-snapshot.py 10000 > target/audit-10k.json
-	$(RELEASE)/olm-guard audit --cluster target/audit-10k.json -o json > target/audit-10k-report.json
+	python3 scripts/audit-scale.py $(RELEASE)/olm-guard 10000 30000 100000
 
 # deploy/: a ClusterAdmissionPolicy per module and policies.yml for a bare
 # policy-server, generated from the modules' metadata; deploy/native/: the

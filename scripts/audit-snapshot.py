@@ -4,11 +4,14 @@
 
     scripts/audit-snapshot.py 10000 > target/audit-10k.json
 
-The objects split as 40 % CatalogSources, 10 % Namespaces, 10 %
-OperatorGroups (one per namespace, each targeting its own) and 40 %
-ClusterObjectSets (groups of 10 revisions). Every 100th CatalogSource sets
-both image and address, and every 100th group repeats a revision, so the
-audit has failures to report."""
+The objects split as 35 % CatalogSources, 10 % Namespaces, 10 %
+OperatorGroups (one per namespace, each targeting its own), 35 %
+ClusterObjectSets (groups of 10 revisions) and 10 % RBAC (ClusterRoles,
+some aggregating and some feeding `admin`, ClusterRoleBindings, Roles and
+RoleBindings). Every 100th CatalogSource sets both image and address, and
+every 100th group repeats a revision, so the audit has failures to report.
+The mix is the same at every size, so audits of 10,000, 30,000 and 100,000
+objects show how the time grows (`make bench`)."""
 
 import json
 import sys
@@ -16,9 +19,10 @@ import sys
 
 def main() -> None:
     total = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
-    catalogs = total * 4 // 10
+    catalogs = total * 35 // 100
     namespaces = total // 10
-    sets = total - catalogs - 2 * namespaces
+    rbac = total // 10
+    sets = total - catalogs - 2 * namespaces - rbac
     items = []
     for i in range(namespaces):
         items.append({"apiVersion": "v1", "kind": "Namespace",
@@ -48,7 +52,48 @@ def main() -> None:
                          "labels": {"olm.operatorframework.io/owner-name": group}},
             "spec": {"group": group, "revision": revision, "lifecycleState": "Active"},
         })
+    items.extend(rbac_objects(rbac, namespaces))
     json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
+
+
+def rbac_objects(count: int, namespaces: int) -> list:
+    """`count` RBAC objects: 40 % ClusterRoles (every 10th aggregating the
+    roles labelled for its team, every 10th feeding `admin`), 20 %
+    ClusterRoleBindings, 20 % Roles and 20 % RoleBindings."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]
+    objects = []
+    for i in range(count):
+        share, n = i % 5, i // 5
+        if share < 2:
+            role = {"apiVersion": rbac, "kind": "ClusterRole",
+                    "metadata": {"name": f"role-{i}", "labels": {"team": f"team-{n % 50}"}},
+                    "rules": rules}
+            if i % 10 == 0:
+                role = {"apiVersion": rbac, "kind": "ClusterRole",
+                        "metadata": {"name": f"aggregate-{i}"},
+                        "aggregationRule": {"clusterRoleSelectors": [
+                            {"matchLabels": {"team": f"team-{n % 50}"}}]}}
+            elif i % 10 == 1:
+                role["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] = "true"
+            objects.append(role)
+        elif share == 2:
+            objects.append({"apiVersion": rbac, "kind": "ClusterRoleBinding",
+                            "metadata": {"name": f"binding-{i}"},
+                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                        "kind": "ClusterRole", "name": f"role-{i - 2}"},
+                            "subjects": [{"kind": "User", "name": f"user-{n}"}]})
+        elif share == 3:
+            objects.append({"apiVersion": rbac, "kind": "Role",
+                            "metadata": {"name": f"role-{i}", "namespace": f"ns-{n % namespaces}"},
+                            "rules": rules})
+        else:
+            objects.append({"apiVersion": rbac, "kind": "RoleBinding",
+                            "metadata": {"name": f"binding-{i}", "namespace": f"ns-{n % namespaces}"},
+                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                        "kind": "Role", "name": f"role-{i - 1}"},
+                            "subjects": [{"kind": "User", "name": f"user-{n}"}]})
+    return objects
 
 
 if __name__ == "__main__":

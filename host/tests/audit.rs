@@ -771,3 +771,98 @@ fn the_html_page_renders_in_headless_chromium() {
     );
     eprintln!("screenshot: {}", screenshot.display());
 }
+
+/// A snapshot where the lists are shared by many evaluations: groups of
+/// ClusterObjectSets with duplicate revisions (grouped by `spec.group`, by
+/// the owner-name label alone, or not at all), OperatorGroups sharing APIs
+/// over overlapping targets (explicit, all namespaces, by selector) and two
+/// to a namespace, and aggregated ClusterRoles.
+fn crowded_snapshot() -> Value {
+    let mut items = Vec::new();
+    for n in 0..20 {
+        let tier = if n % 2 == 0 { "even" } else { "odd" };
+        items.push(json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": format!("ns-{n}"), "labels": {"tier": tier}}}));
+        let apis = if n % 3 == 0 {
+            "Shared.v1.example.com"
+        } else {
+            "Own.v1.example.com"
+        };
+        let spec = match n % 5 {
+            0 => json!({}),
+            1 => json!({"selector": {"matchLabels": {"tier": "odd"}}}),
+            _ => json!({"targetNamespaces": [format!("ns-{n}"), format!("ns-{}", (n + 1) % 20)]}),
+        };
+        items.push(json!({"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+            "metadata": {"name": format!("og-{n}"), "namespace": format!("ns-{n}"),
+                         "annotations": {"olm.providedAPIs": format!("{apis},Thing{n}.v1.example.com")}},
+            "spec": spec}));
+        if n % 7 == 0 {
+            items.push(
+                json!({"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+                "metadata": {"name": format!("og-{n}-second"), "namespace": format!("ns-{n}")},
+                "spec": {"targetNamespaces": [format!("ns-{n}")]}}),
+            );
+        }
+    }
+    for i in 0..120 {
+        let (group, revision) = (format!("ext-{}", i / 5), i % 5 + 1);
+        let revision = if (i / 5) % 4 == 0 && revision == 5 {
+            4
+        } else {
+            revision
+        };
+        let labels = json!({"olm.operatorframework.io/owner-name": group});
+        let (labels, spec) = match i % 11 {
+            0 => (labels, json!({"revision": revision})),
+            1 => (json!({}), json!({"revision": revision})),
+            _ => (labels, json!({"group": group, "revision": revision})),
+        };
+        items.push(
+            json!({"apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterObjectSet",
+            "metadata": {"name": format!("{group}-{i}"), "labels": labels}, "spec": spec}),
+        );
+    }
+    for n in 0..12 {
+        let role = if n % 4 == 0 {
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": format!("aggregate-{n}")},
+                "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"team": "a"}}]}})
+        } else {
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": format!("role-{n}"),
+                             "labels": {"rbac.authorization.k8s.io/aggregate-to-admin": "true"}},
+                "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]})
+        };
+        items.push(role);
+    }
+    json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+/// `validate_batch` (each list decoded once per batch, indexes from the
+/// second use on) reports exactly what one instance per evaluation does.
+#[test]
+fn batches_report_what_one_instance_per_evaluation_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("crowded.json");
+    std::fs::write(&file, crowded_snapshot().to_string()).unwrap();
+    let file = file.to_str().unwrap();
+    for requester in [&[][..], &["--as", "alice"][..]] {
+        let mut args = vec!["--cluster", file];
+        args.extend(requester);
+        let batched = json_of(&args);
+        args.push("--no-batch");
+        let one_by_one = json_of(&args);
+        assert_eq!(batched, one_by_one, "{requester:?}");
+        // Not vacuous: both shared lists decide failures here.
+        for policy in ["revision-uniqueness", "og-intersection"] {
+            let fails = batched["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["policy"] == policy && r["result"] == "fail")
+                .count();
+            assert!(fails >= 4, "{policy}: {fails} fails\n{batched:#}");
+        }
+    }
+}

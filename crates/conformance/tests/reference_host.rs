@@ -13,6 +13,9 @@
 //! cluster, and the test requires the same settings verdict, `allowed`,
 //! status message and code, warnings, and patched object. It prints
 //! `reference waPC host: N/N agree` and fails listing every disagreement.
+//! Each admitted scenario is also evaluated three times in one
+//! `validate_batch` call (what `olm-guard audit` sends), which must answer
+//! exactly what `validate` answers.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -133,6 +136,28 @@ fn every_scenario_agrees_with_kubewardens_wapc_host() -> anyhow::Result<()> {
             *tally.entry(kind).or_default() += 1;
             *tally.entry("host calls").or_default() += theirs.host_calls;
             let mut problems = Vec::new();
+            // The audit's `validate_batch`: the same request three times in
+            // one instance (the first scans the shared lists, the others use
+            // their indexes) must give `validate`'s answer each time.
+            if matches!(ours, Answer::Response(_)) {
+                let request = &scenario.request;
+                let requests = [request.clone(), request.clone(), request.clone()];
+                let object = request.get("object").cloned().unwrap_or(Value::Null);
+                let responses = policy.validate_batch(
+                    &requests,
+                    &scenario.settings,
+                    cluster_context(&scenario.dir)?,
+                )?;
+                for (at, response) in responses.iter().enumerate() {
+                    let batched = Answer::Response(Verdict::of(response, &object)?);
+                    if batched != ours {
+                        problems.push(format!(
+                            "  validate:          {ours}\n  validate_batch[{at}]: {batched}"
+                        ));
+                    }
+                }
+                *tally.entry("batched").or_default() += responses.len();
+            }
             if ours != theirs.answer {
                 problems.push(format!(
                     "  olm-guard:  {ours}\n  Kubewarden: {}",
@@ -170,7 +195,12 @@ fn every_scenario_agrees_with_kubewardens_wapc_host() -> anyhow::Result<()> {
         disagreements.len(),
         disagreements.join("\n")
     );
+    eprintln!(
+        "validate_batch: {} batched answers, each equal to validate's",
+        tally.get("batched").copied().unwrap_or(0)
+    );
     for kind in [
+        "batched",
         "allowed",
         "denied",
         "mutated",

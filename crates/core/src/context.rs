@@ -6,6 +6,8 @@
 //! against the trait only, so the code that is tested natively is the code
 //! that ships.
 
+use std::rc::Rc;
+
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_with::DefaultOnNull;
@@ -15,6 +17,7 @@ use crate::protocol::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewStatus,
 };
+use crate::shared::SharedAnswers;
 
 /// The Kubernetes host capabilities of Kubewarden's waPC protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -153,6 +156,12 @@ pub trait Cluster {
     fn get(&self, request: &GetResourceRequest) -> Result<Vec<u8>, ContextError>;
     /// A SubjectAccessReview.
     fn can_i(&self, request: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError>;
+
+    /// Where decoded answers are kept for the other evaluations of a batch
+    /// (`crate::shared`); `None`, the default, for a single evaluation.
+    fn shared_answers(&self) -> Option<&SharedAnswers> {
+        None
+    }
 }
 
 #[serde_with::serde_as]
@@ -195,6 +204,24 @@ pub trait ClusterExt: Cluster {
         let bytes = self.list_all(request)?;
         let what = format!("listing {}", request.kind);
         Ok(decode::<ListOf<T>>(&bytes, &what, Capability::ListAll, target)?.items)
+    }
+
+    /// [`Cluster::list_all`], decoded and turned into `D` by `build`; in a
+    /// batch ([`Cluster::shared_answers`]) made once and shared by every
+    /// evaluation that asks the same request for the same `D`.
+    fn list_all_shared<T: DeserializeOwned, D: 'static>(
+        &self,
+        request: &ListAllResourcesRequest,
+        build: impl FnOnce(Vec<T>) -> D,
+    ) -> Result<Rc<D>, ContextError> {
+        let make = || self.list_all_as::<T>(request).map(build);
+        // The request's JSON is the whole key: kind, selectors, masks.
+        match (self.shared_answers(), serde_json::to_string(request)) {
+            (Some(shared), Ok(key)) => {
+                shared.get_or_try_insert(format!("list_resources_all {key}"), make)
+            }
+            _ => make().map(Rc::new),
+        }
     }
 
     /// [`Cluster::list_by_namespace`], decoded.

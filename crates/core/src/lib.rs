@@ -34,6 +34,7 @@ pub mod protocol;
 pub mod response;
 pub mod selector;
 pub mod settings;
+pub mod shared;
 pub mod text;
 pub mod verdict;
 

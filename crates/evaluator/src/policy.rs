@@ -273,6 +273,56 @@ impl Policy {
         self.response_of(request, &bytes)
     }
 
+    /// The module's `validate_batch` (an olm-guard module's operation that
+    /// Kubewarden never calls): every request of `requests` evaluated with
+    /// `settings` in one instance that decodes each list answer once, one
+    /// response per request, in order, each the response `validate` gives
+    /// that request alone. The call gets the deadline of as many
+    /// evaluations. A module without the operation answers with a guest
+    /// error; callers then evaluate the requests one by one.
+    pub fn validate_batch(
+        &self,
+        requests: &[Value],
+        settings: &Value,
+        cluster: ClusterContext,
+    ) -> Result<Vec<AdmissionResponse>, CallError> {
+        #[derive(serde::Serialize)]
+        struct BatchPayload<'a> {
+            // First: the module evaluates each request as it reads it.
+            settings: &'a Value,
+            requests: &'a [Value],
+        }
+        let payload = serde_json::to_vec(&BatchPayload { settings, requests })
+            .map_err(|e| CallError::Guest(e.to_string()))?;
+        let count = u32::try_from(requests.len()).unwrap_or(u32::MAX).max(1);
+        let deadline = self.module.limits().deadline.saturating_mul(count);
+        let bytes = self.module.call_within(
+            "validate_batch",
+            &payload,
+            Arc::new(self.host(cluster)),
+            deadline,
+        )?;
+        let responses: Vec<ValidationResponse> = serde_json::from_slice(&bytes).map_err(|e| {
+            CallError::Guest(format!(
+                "the module's validate_batch answer is not valid: {e}"
+            ))
+        })?;
+        if responses.len() != requests.len() {
+            return Err(CallError::Guest(format!(
+                "the module's validate_batch answered {} responses for {} requests",
+                responses.len(),
+                requests.len()
+            )));
+        }
+        Ok(requests
+            .iter()
+            .zip(responses)
+            .map(|(request, response)| {
+                self.admission_response(AdmissionResponse::from_validation(request, response))
+            })
+            .collect())
+    }
+
     /// Whether this policy may mutate: its metadata's `mutating`, which
     /// policy-server takes as the policy's `mutating` setting by default
     /// (and `scaffold manifest` writes into it). A module without metadata
@@ -285,12 +335,16 @@ impl Policy {
     /// policy-server sends it: a patch from a policy that may not mutate is
     /// a rejection ([`AdmissionResponse::refusing_mutation`]).
     fn response_of(&self, request: &Value, bytes: &[u8]) -> Result<AdmissionResponse, CallError> {
-        let response = response_of(request, bytes)?;
-        Ok(if self.allowed_to_mutate() {
+        Ok(self.admission_response(response_of(request, bytes)?))
+    }
+
+    /// `response`, refused if it mutates and this policy may not.
+    fn admission_response(&self, response: AdmissionResponse) -> AdmissionResponse {
+        if self.allowed_to_mutate() {
             response
         } else {
             response.refusing_mutation(&self.name)
-        })
+        }
     }
 
     /// A host for this policy's grants over `cluster`.

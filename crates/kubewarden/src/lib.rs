@@ -1,13 +1,13 @@
 //! Adapter from olm-guard rules to Kubewarden's waPC guest protocol.
 //!
 //! A policy module is one line: [`policy_module!`] registers `validate`,
-//! `validate_settings` and `protocol_version` for a rule
+//! `validate_batch`, `validate_settings` and `protocol_version` for a rule
 //! `fn(&AdmissionRequest, &Settings, &dyn Cluster) -> Verdict`.
 //! Whatever JSON arrives, the handlers answer with a verdict, never a trap.
 
 use std::collections::BTreeMap;
 
-use olm_guard_core::evaluate::{check_settings, evaluate_payload};
+use olm_guard_core::evaluate::{check_settings, evaluate_batch_payload, evaluate_payload};
 use olm_guard_core::protocol::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
     SubjectAccessReviewStatus,
@@ -21,7 +21,8 @@ use wapc_guest::CallResult;
 pub use olm_guard_core::evaluate::Rule;
 pub use wapc_guest::register_function;
 
-/// Registers the three waPC operations Kubewarden calls.
+/// Registers the three waPC operations Kubewarden calls, and
+/// `validate_batch`, which only `olm-guard audit` calls.
 #[macro_export]
 macro_rules! policy_module {
     ($settings:ty, $rule:path) => {
@@ -32,6 +33,9 @@ macro_rules! policy_module {
         pub extern "C" fn wapc_init() {
             $crate::register_function("validate", |payload| {
                 $crate::validate::<$settings>(payload, $rule)
+            });
+            $crate::register_function("validate_batch", |payload| {
+                $crate::validate_batch::<$settings>(payload, $rule)
             });
             $crate::register_function("validate_settings", $crate::validate_settings::<$settings>);
             $crate::register_function("protocol_version", $crate::protocol_version_guest);
@@ -46,6 +50,18 @@ macro_rules! policy_module {
 pub fn validate<S: PolicySettings>(payload: &[u8], rule: Rule<S>) -> CallResult {
     let verdict = evaluate_payload(payload, rule, &HostCluster);
     respond(&response_of(verdict))
+}
+
+/// The `validate_batch` operation: `{"requests": […], "settings": …}` in,
+/// a JSON array of `ValidationResponse`s out, one per request in order,
+/// each what `validate` answers for that request alone
+/// (`olm_guard_core::evaluate::evaluate_batch_payload`). Kubewarden never
+/// calls it; `olm-guard audit` does, so that one instance decodes each list
+/// of an unchanging snapshot once instead of once per stored object.
+pub fn validate_batch<S: PolicySettings>(payload: &[u8], rule: Rule<S>) -> CallResult {
+    let verdicts = evaluate_batch_payload(payload, rule, &HostCluster)?;
+    let responses: Vec<ValidationResponse> = verdicts.into_iter().map(response_of).collect();
+    respond(&responses)
 }
 
 /// What `validate` answers: kubewarden-policy-sdk 0.17's `ValidationResponse`

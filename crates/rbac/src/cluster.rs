@@ -1,6 +1,8 @@
 //! Loading RBAC objects through the Kubewarden host capabilities, for rules
 //! that evaluate RBAC themselves (Covers checks) instead of asking `can_i`.
 
+use std::rc::Rc;
+
 use olm_guard_core::protocol::{ListAllResourcesRequest, ListResourcesByNamespaceRequest};
 use olm_guard_core::{Cluster, ClusterExt, ContextError};
 use serde::de::DeserializeOwned;
@@ -14,7 +16,20 @@ use crate::{RBAC_API_VERSION, RbacStore};
 ///
 /// A module that calls this must declare those kinds in its
 /// `contextAwareResources` (the Role kinds only when it passes a namespace).
-pub fn load(cluster: &dyn Cluster, namespace: &str) -> Result<RbacStore, ContextError> {
+///
+/// In a batch ([`Cluster::shared_answers`]) the store is built once per
+/// namespace and shared by every evaluation of the batch.
+pub fn load(cluster: &dyn Cluster, namespace: &str) -> Result<Rc<RbacStore>, ContextError> {
+    let build = || build(cluster, namespace);
+    match cluster.shared_answers() {
+        Some(shared) => {
+            shared.get_or_try_insert(format!("RBAC objects for \"{namespace}\""), build)
+        }
+        None => build().map(Rc::new),
+    }
+}
+
+fn build(cluster: &dyn Cluster, namespace: &str) -> Result<RbacStore, ContextError> {
     let cluster_roles = list_all(cluster, "ClusterRole")?;
     let cluster_role_bindings = list_all(cluster, "ClusterRoleBinding")?;
     let (roles, role_bindings) = if namespace.is_empty() {

@@ -266,12 +266,30 @@ pub struct Module {
 }
 
 impl Module {
+    /// The limits every instance of this module runs under.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     /// Runs one waPC operation in a fresh instance.
     pub fn call(
         &self,
         operation: &str,
         payload: &[u8],
         host: Arc<dyn HostCallback>,
+    ) -> Result<Vec<u8>, CallError> {
+        self.call_within(operation, payload, host, self.limits.deadline)
+    }
+
+    /// [`Module::call`] with its own deadline instead of
+    /// [`Limits::deadline`]: an operation that does the work of many
+    /// evaluations (`validate_batch`) gets the time of as many.
+    pub fn call_within(
+        &self,
+        operation: &str,
+        payload: &[u8],
+        host: Arc<dyn HostCallback>,
+        deadline: Duration,
     ) -> Result<Vec<u8>, CallError> {
         let state = GuestState {
             wasi: WasiCtxBuilder::new().build_p1(),
@@ -289,7 +307,7 @@ impl Module {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        let ticks = (self.limits.deadline.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64;
+        let ticks = (deadline.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64;
         store.set_epoch_deadline(ticks);
 
         let outcome = self.run(&mut store, operation, payload);
@@ -306,7 +324,7 @@ impl Module {
                 Err(CallError::MemoryLimitExceeded(self.limits.memory_bytes))
             }
             Err(e) => match e.downcast_ref::<Trap>() {
-                Some(Trap::Interrupt) => Err(CallError::DeadlineExceeded(self.limits.deadline)),
+                Some(Trap::Interrupt) => Err(CallError::DeadlineExceeded(deadline)),
                 // The trap's own words ("call stack exhausted"); wasmtime's
                 // multi-line wasm backtrace is for debuggers, not for a
                 // one-line error a user reads.

@@ -19,9 +19,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use olm_guard_evaluator::input::guess_resource;
-use olm_guard_evaluator::{ClusterContext, Policy};
-use olm_guard_runtime::Runtime;
+use olm_guard_evaluator::{AdmissionResponse, ClusterContext, Policy};
 use olm_guard_runtime::metadata::{Metadata, RequestTarget, annotation};
+use olm_guard_runtime::{CallError, Runtime};
 use olm_guard_snapshot::{ApiResources, LoadOptions, ObjectRef, Snapshot, SnapshotWarning};
 
 /// The policy name of results about the snapshot itself (an object that
@@ -186,6 +186,11 @@ enum Mode {
 
 const AUDIT_MASTER: &str = "olm-guard:audit";
 
+/// The most request bytes one `validate_batch` call carries: a module's
+/// instance holds the batch, its decoded requests and the shared lists
+/// within its memory limit (256 MiB by default).
+const BATCH_BYTES: usize = 16 << 20;
+
 /// Everything one audit run needs.
 pub struct Audit {
     /// The snapshot, the context every evaluation is answered from.
@@ -196,6 +201,10 @@ pub struct Audit {
     pub policies: Vec<AuditPolicy>,
     /// `--as` / `--as-group`.
     pub requester: Requester,
+    /// Evaluate each module's objects in batches (`validate_batch`, each
+    /// list decoded once per batch); `false` (`--no-batch`) gives every
+    /// evaluation its own instance, as policy-server does per request.
+    pub batched: bool,
 }
 
 /// One (object, module) evaluation to run.
@@ -354,12 +363,15 @@ impl Audit {
         // The snapshot keeps each answer it serialises: every evaluation of
         // one module asks the same lists.
         let cluster: ClusterContext = self.snapshot.clone();
-        let mut findings: Vec<Finding> = tasks
+        let mut findings: Vec<Finding> = self
+            .shares(&tasks)
             .par_iter()
-            .map(|task| {
-                let finding = self.evaluate(task, &cluster);
-                progress(Progress::Done);
-                finding
+            .flat_map_iter(|share| {
+                let findings = self.evaluate_share(share, &cluster);
+                for _ in &findings {
+                    progress(Progress::Done);
+                }
+                findings
             })
             .collect();
         findings.sort_by(|a, b| {
@@ -369,6 +381,48 @@ impl Audit {
         all.sort_by(|a, b| (&a.source, &a.object).cmp(&(&b.source, &b.object)));
         all.extend(findings);
         all
+    }
+
+    /// The tasks of each module split in as many shares as there are
+    /// threads, so every core has work. Each share is evaluated in batches
+    /// ([`Audit::evaluate_share`]); a batch decodes each list once, so the
+    /// fewer batches, the less decoding.
+    fn shares<'t>(&self, tasks: &'t [Task<'t>]) -> Vec<Vec<&'t Task<'t>>> {
+        let threads = rayon::current_num_threads().max(1);
+        let mut shares = Vec::new();
+        for policy in 0..self.policies.len() {
+            let mine: Vec<&Task<'_>> = tasks.iter().filter(|t| t.policy == policy).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let size = mine.len().div_ceil(threads);
+            shares.extend(mine.chunks(size).map(<[&Task<'_>]>::to_vec));
+        }
+        shares
+    }
+
+    /// One module's evaluations of `share`: in batches of at most
+    /// [`BATCH_BYTES`] of requests (so an instance holds its batch within
+    /// its memory limit), or one by one with `--no-batch`.
+    fn evaluate_share(&self, share: &[&Task<'_>], cluster: &ClusterContext) -> Vec<Finding> {
+        let mut findings = Vec::with_capacity(share.len());
+        let (mut tasks, mut requests) = (Vec::new(), Vec::new());
+        let mut bytes = 0;
+        for &task in share {
+            let request = self.request_of(task);
+            if self.batched {
+                let size = serde_json::to_vec(&request).map_or(0, |b| b.len());
+                if !tasks.is_empty() && bytes + size > BATCH_BYTES {
+                    findings.extend(self.evaluate_batch(&tasks, &requests, cluster));
+                    (tasks, requests, bytes) = (Vec::new(), Vec::new(), 0);
+                }
+                bytes += size;
+            }
+            tasks.push(task);
+            requests.push(request);
+        }
+        findings.extend(self.evaluate_batch(&tasks, &requests, cluster));
+        findings
     }
 
     /// How many objects the snapshot holds, and how many some module covers.
@@ -412,8 +466,9 @@ impl Audit {
         tasks
     }
 
-    fn evaluate(&self, task: &Task<'_>, cluster: &ClusterContext) -> Finding {
-        let policy = &self.policies[task.policy];
+    /// The CREATE the audit scanner sends for the task's object, from the
+    /// requester the task's mode says.
+    fn request_of(&self, task: &Task<'_>) -> Value {
         let user_info = match task.mode {
             Mode::Plain => self.requester.user_info(),
             Mode::RequesterFree => Some(json!({
@@ -421,7 +476,52 @@ impl Audit {
                 "groups": ["system:masters", "system:authenticated"],
             })),
         };
-        let request = synthesise(task, user_info);
+        synthesise(task, user_info)
+    }
+
+    /// One module's evaluations of `batch` in one instance
+    /// ([`Policy::validate_batch`]), or one by one when the module cannot
+    /// (no `validate_batch`, or the batch hit a limit), so a result is never
+    /// lost to its neighbours.
+    fn evaluate_batch(
+        &self,
+        tasks: &[&Task<'_>],
+        requests: &[Value],
+        cluster: &ClusterContext,
+    ) -> Vec<Finding> {
+        let Some(first) = tasks.first() else {
+            return Vec::new();
+        };
+        let policy = &self.policies[first.policy];
+        if self.batched
+            && let Ok(responses) =
+                policy
+                    .policy
+                    .validate_batch(requests, &policy.settings, cluster.clone())
+        {
+            return tasks
+                .iter()
+                .zip(responses)
+                .map(|(task, response)| self.finding(task, Ok(response)))
+                .collect();
+        }
+        tasks
+            .iter()
+            .zip(requests)
+            .map(|(task, request)| {
+                let answer = policy
+                    .policy
+                    .validate(request, &policy.settings, cluster.clone())
+                    .map(|evaluation| evaluation.response);
+                self.finding(task, answer)
+            })
+            .collect()
+    }
+
+    /// The result of one evaluation: what the module answered, or why it
+    /// could not.
+    fn finding(&self, task: &Task<'_>, answer: Result<AdmissionResponse, CallError>) -> Finding {
+        let policy = &self.policies[task.policy];
         let location = self
             .snapshot
             .location(&ObjectRef {
@@ -432,33 +532,28 @@ impl Audit {
             })
             .map(ToString::to_string)
             .unwrap_or_default();
-        let (result, message) =
-            match policy
-                .policy
-                .validate(&request, &policy.settings, cluster.clone())
-            {
-                Err(e) => (
-                    Outcome::Error,
-                    format!("{} failed: {e}", policy.path.display()),
-                ),
-                Ok(evaluation) => {
-                    let response = evaluation.response;
-                    let status = response.status.unwrap_or_default();
-                    let message = status.message.unwrap_or_default();
-                    let warnings = response.warnings.unwrap_or_default();
-                    if status.code == Some(500) {
-                        (Outcome::Error, message)
-                    } else if !response.allowed {
-                        (Outcome::Fail, message)
-                    } else if !warnings.is_empty() {
-                        (Outcome::Warn, warnings.join("; "))
-                    } else if task.mode == Mode::RequesterFree {
-                        (Outcome::Skip, skip_reason(&policy.name))
-                    } else {
-                        (Outcome::Pass, String::new())
-                    }
+        let (result, message) = match answer {
+            Err(e) => (
+                Outcome::Error,
+                format!("{} failed: {e}", policy.path.display()),
+            ),
+            Ok(response) => {
+                let status = response.status.unwrap_or_default();
+                let message = status.message.unwrap_or_default();
+                let warnings = response.warnings.unwrap_or_default();
+                if status.code == Some(500) {
+                    (Outcome::Error, message)
+                } else if !response.allowed {
+                    (Outcome::Fail, message)
+                } else if !warnings.is_empty() {
+                    (Outcome::Warn, warnings.join("; "))
+                } else if task.mode == Mode::RequesterFree {
+                    (Outcome::Skip, skip_reason(&policy.name))
+                } else {
+                    (Outcome::Pass, String::new())
                 }
-            };
+            }
+        };
         Finding {
             object: Some(task.subject.clone()),
             source: location,

@@ -89,6 +89,11 @@ pub struct AuditArgs {
     /// Exit 1 when a result is fail or error.
     #[arg(long)]
     pub fail_on_violation: bool,
+    /// Give every evaluation its own module instance, as policy-server does
+    /// per request, instead of evaluating each module's objects in batches
+    /// that decode every list once (same results, slower on large snapshots).
+    #[arg(long)]
+    pub no_batch: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -138,6 +143,7 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
             user: args.as_user.clone(),
             groups: args.as_groups.clone(),
         },
+        batched: !args.no_batch,
     };
     let findings = audit.run(&progress_bar());
     let elapsed = started.elapsed();

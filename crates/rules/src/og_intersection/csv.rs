@@ -68,9 +68,7 @@ fn csv_decision(
         error,
     })?;
     let namespace = &csv.metadata.namespace;
-    let mut in_namespace = groups
-        .iter()
-        .filter(|group| &group.metadata.namespace == namespace);
+    let mut in_namespace = groups.in_namespace(namespace).into_iter();
     // Rule 4: without exactly one group OLM fails the CSV with
     // NoOperatorGroup or TooManyOperatorGroups before any intersection.
     let (Some(group), None) = (in_namespace.next(), in_namespace.next()) else {
@@ -88,7 +86,7 @@ fn csv_decision(
     // group sharing none of the CSV's APIs cannot change the outcome: only
     // the others that do are resolved and passed on.
     let mut others = Vec::new();
-    for other in &groups {
+    for other in groups.providing_any(&add) {
         if other.is_same_group(&group.metadata.namespace, &group.metadata.name)
             || !add.intersects(&other.provided_apis())
         {

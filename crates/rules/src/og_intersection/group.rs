@@ -40,18 +40,15 @@ pub(super) fn validate_operator_group(
         Err(error) => return operator_groups_unavailable(error),
     };
     let (namespace, name) = (&group.metadata.namespace, &group.metadata.name);
-    let others: Vec<&OperatorGroup> = groups
-        .iter()
-        .filter(|other| !other.is_same_group(namespace, name))
-        .collect();
+    let is_other = |other: &&OperatorGroup| !other.is_same_group(namespace, name);
     let mut warnings = Vec::new();
 
     // Rule 2. An UPDATE does not add a group: the others were there before
     // it, and blocking the update would not remove them.
-    let siblings: Vec<&OperatorGroup> = others
-        .iter()
-        .copied()
-        .filter(|other| &other.metadata.namespace == namespace)
+    let siblings: Vec<&OperatorGroup> = groups
+        .in_namespace(namespace)
+        .into_iter()
+        .filter(is_other)
         .collect();
     if !siblings.is_empty() {
         if request.operation == Operation::Update {
@@ -67,8 +64,10 @@ pub(super) fn validate_operator_group(
     // in the same pass, so that only the conflicts this request adds deny it.
     let own_apis = group.provided_apis();
     let old_apis = old.as_ref().map(OperatorGroup::provided_apis);
-    let sharing: Vec<Sharing> = others
-        .iter()
+    let sharing: Vec<Sharing> = groups
+        .providing_any(&own_apis)
+        .into_iter()
+        .filter(is_other)
         .filter_map(|other| {
             let apis = other.provided_apis();
             let now = own_apis.intersection(&apis);

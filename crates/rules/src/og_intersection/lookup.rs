@@ -4,12 +4,14 @@
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use olm_guard_core::protocol::ListAllResourcesRequest;
 use olm_guard_core::selector::Selector;
+use olm_guard_core::shared::{Index, IndexedOnReuse};
 use olm_guard_core::{Cluster, ClusterExt, ContextError, Verdict};
 use olm_guard_olm::operator_group::{
-    GroupSurface, Namespace, NamespaceSet, OperatorGroup, select_namespaces, target_set,
+    ApiSet, GroupSurface, Namespace, NamespaceSet, OperatorGroup, select_namespaces, target_set,
 };
 
 use super::{OPERATOR_GROUP_API_VERSION, OPERATOR_GROUP_KIND};
@@ -25,16 +27,87 @@ pub(super) struct LookupFailed {
     pub(super) error: ContextError,
 }
 
-/// Every OperatorGroup: one list call per request, whatever the cluster size.
+/// Every OperatorGroup, as listed, and (when the list is shared by the
+/// evaluations of a batch) indexes of them by namespace and by provided API.
+pub(super) struct OperatorGroups {
+    groups: Vec<OperatorGroup>,
+    by_namespace: IndexedOnReuse<Index>,
+    /// Keyed by each API of `olm.providedAPIs`, as text.
+    by_api: IndexedOnReuse<Index>,
+}
+
+impl OperatorGroups {
+    fn new(groups: Vec<OperatorGroup>) -> OperatorGroups {
+        OperatorGroups {
+            groups,
+            by_namespace: IndexedOnReuse::new(),
+            by_api: IndexedOnReuse::new(),
+        }
+    }
+
+    /// The groups in `namespace`, in list order.
+    pub(super) fn in_namespace<'a>(&'a self, namespace: &str) -> Vec<&'a OperatorGroup> {
+        let index = self
+            .by_namespace
+            .get(|| Index::of(&self.groups, |group| [group.metadata.namespace.clone()]));
+        match index {
+            Some(index) => self.at(index.get(namespace).iter().copied()),
+            None => self
+                .groups
+                .iter()
+                .filter(|group| group.metadata.namespace == namespace)
+                .collect(),
+        }
+    }
+
+    /// The groups that may provide one of `apis`, in list order: every group
+    /// on a scan, only those whose annotation names one of them through the
+    /// index. Callers still intersect each group's APIs with theirs, so both
+    /// give the same answer.
+    pub(super) fn providing_any(&self, apis: &ApiSet) -> Vec<&OperatorGroup> {
+        let index = self.by_api.get(|| {
+            Index::of(&self.groups, |group| {
+                group
+                    .provided_apis()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+            })
+        });
+        match index {
+            Some(index) => {
+                let mut positions: Vec<usize> = apis
+                    .iter()
+                    .flat_map(|api| index.get(&api.to_string()).to_vec())
+                    .collect();
+                positions.sort_unstable();
+                positions.dedup();
+                self.at(positions)
+            }
+            None => self.groups.iter().collect(),
+        }
+    }
+
+    fn at(&self, positions: impl IntoIterator<Item = usize>) -> Vec<&OperatorGroup> {
+        positions
+            .into_iter()
+            .filter_map(|at| self.groups.get(at))
+            .collect()
+    }
+}
+
+/// Every OperatorGroup: one list call per request, whatever the cluster
+/// size (decoded once per batch).
 pub(super) fn list_operator_groups(
     cluster: &dyn Cluster,
-) -> Result<Vec<OperatorGroup>, ContextError> {
+) -> Result<Rc<OperatorGroups>, ContextError> {
     // What the rule reads of a group: its spec (targets, selector, static
     // APIs), its status (synced namespaces) and its `olm.providedAPIs`
     // annotation, which a mask always keeps with the rest of metadata.
-    cluster.list_all_as(
+    cluster.list_all_shared(
         &ListAllResourcesRequest::new(OPERATOR_GROUP_API_VERSION, OPERATOR_GROUP_KIND)
             .field_masks(["spec", "status"]),
+        OperatorGroups::new,
     )
 }
 
@@ -51,7 +124,7 @@ pub(super) fn namespaces_unavailable(error: ContextError) -> Verdict {
 /// often share a selector, so each distinct one is matched once.
 pub(super) struct NamespaceList<'c> {
     cluster: &'c dyn Cluster,
-    listed: OnceCell<Vec<Namespace>>,
+    listed: OnceCell<Rc<Vec<Namespace>>>,
     selected: RefCell<HashMap<String, Vec<String>>>,
 }
 
@@ -71,8 +144,9 @@ impl<'c> NamespaceList<'c> {
         let listed = self
             .cluster
             // Selectors read labels only: metadata, no spec or status.
-            .list_all_as::<Namespace>(
+            .list_all_shared(
                 &ListAllResourcesRequest::new("v1", "Namespace").field_masks(["metadata"]),
+                |namespaces: Vec<Namespace>| namespaces,
             )?;
         Ok(self.listed.get_or_init(|| listed))
     }
