@@ -286,14 +286,15 @@ impl Policy {
         settings: &Value,
         cluster: ClusterContext,
     ) -> Result<Vec<AdmissionResponse>, CallError> {
-        #[derive(serde::Serialize)]
-        struct BatchPayload<'a> {
-            // First: the module evaluates each request as it reads it.
-            settings: &'a Value,
-            requests: &'a [Value],
+        // JSON Lines of `validate` payloads: compact JSON escapes every
+        // newline inside strings, so each line is one payload, which the
+        // module evaluates exactly as `validate` would.
+        let mut payload = Vec::new();
+        for request in requests {
+            serde_json::to_writer(&mut payload, &ValidationPayload { request, settings })
+                .map_err(|e| CallError::Guest(e.to_string()))?;
+            payload.push(b'\n');
         }
-        let payload = serde_json::to_vec(&BatchPayload { settings, requests })
-            .map_err(|e| CallError::Guest(e.to_string()))?;
         let count = u32::try_from(requests.len()).unwrap_or(u32::MAX).max(1);
         let deadline = self.module.limits().deadline.saturating_mul(count);
         let bytes = self.module.call_within(

@@ -7,7 +7,7 @@
 //! by a value of another JSON type (null, huge strings and arrays, deep
 //! nesting, unicode and NUL bytes), fields removed, operations, kinds and
 //! subresources changed, settings of wrong types, snapshot objects with
-//! wrong-typed or missing fields. Each evaluation must keep four properties:
+//! wrong-typed or missing fields. Each evaluation must keep five properties:
 //!
 //! 1. the module answers with a verdict (no trap, no guest error, no host
 //!    failure);
@@ -16,7 +16,10 @@
 //!    reverse order;
 //! 4. a CREATE the module accepts, seen again as an UPDATE of itself (the
 //!    patched object when it mutated), is accepted: nothing it admitted is
-//!    bricked.
+//!    bricked;
+//! 5. the same input twice in one `validate_batch` call (the audit's batch,
+//!    the second evaluation reading the rule's index over the shared lists)
+//!    gets the response `validate` gave, twice.
 //!
 //! A property that does not hold is a [`Finding`], with the input that
 //! broke it, ready to become a regression scenario.
@@ -398,6 +401,23 @@ pub fn run_with_progress(
                 Err(e) => report
                     .findings
                     .push(finding(format!("2: no verdict the second time: {e}"))),
+            }
+        }
+        if rng.u8(0..4) == 0 {
+            // The audit's batch: twice in one instance (the second through
+            // the rule's index over the shared lists) answers as alone.
+            report.executions += 1;
+            let pair = [request.clone(), request.clone()];
+            match policy.validate_batch(&pair, &settings, snapshot.clone()) {
+                Ok(batched) if batched.iter().all(|b| verdict_of(b) == verdict_of(&first)) => {}
+                Ok(batched) => report.findings.push(finding(format!(
+                    "5: validate_batch differs from validate: {} then {:?}",
+                    verdict_of(&first),
+                    batched.iter().map(verdict_of).collect::<Vec<_>>()
+                ))),
+                Err(e) => report
+                    .findings
+                    .push(finding(format!("5: no verdict from validate_batch: {e}"))),
             }
         }
         if !first.allowed {

@@ -1,5 +1,5 @@
 //! The bounded, seeded fuzz run of `make test`: every registered module,
-//! through the host, keeps its four properties on mutated scenario inputs.
+//! through the host, keeps its five properties on mutated scenario inputs.
 
 use std::path::PathBuf;
 

@@ -52,14 +52,14 @@ pub fn validate<S: PolicySettings>(payload: &[u8], rule: Rule<S>) -> CallResult 
     respond(&response_of(verdict))
 }
 
-/// The `validate_batch` operation: `{"requests": […], "settings": …}` in,
-/// a JSON array of `ValidationResponse`s out, one per request in order,
+/// The `validate_batch` operation: `validate` payloads as JSON Lines in, a
+/// JSON array of `ValidationResponse`s out, one per line in order,
 /// each what `validate` answers for that request alone
 /// (`olm_guard_core::evaluate::evaluate_batch_payload`). Kubewarden never
 /// calls it; `olm-guard audit` does, so that one instance decodes each list
 /// of an unchanging snapshot once instead of once per stored object.
 pub fn validate_batch<S: PolicySettings>(payload: &[u8], rule: Rule<S>) -> CallResult {
-    let verdicts = evaluate_batch_payload(payload, rule, &HostCluster)?;
+    let verdicts = evaluate_batch_payload(payload, rule, &HostCluster);
     let responses: Vec<ValidationResponse> = verdicts.into_iter().map(response_of).collect();
     respond(&responses)
 }
