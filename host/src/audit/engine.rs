@@ -366,13 +366,7 @@ impl Audit {
         let mut findings: Vec<Finding> = self
             .shares(&tasks)
             .par_iter()
-            .flat_map_iter(|share| {
-                let findings = self.evaluate_share(share, &cluster);
-                for _ in &findings {
-                    progress(Progress::Done);
-                }
-                findings
-            })
+            .flat_map_iter(|share| self.evaluate_share(share, &cluster, progress))
             .collect();
         findings.sort_by(|a, b| {
             (&a.object, &a.policy, &a.source).cmp(&(&b.object, &b.policy, &b.source))
@@ -403,25 +397,39 @@ impl Audit {
 
     /// One module's evaluations of `share`: in batches of at most
     /// [`BATCH_BYTES`] of requests (so an instance holds its batch within
-    /// its memory limit), or one by one with `--no-batch`.
-    fn evaluate_share(&self, share: &[&Task<'_>], cluster: &ClusterContext) -> Vec<Finding> {
+    /// its memory limit), or one by one with `--no-batch`; `progress` hears
+    /// of each result as its batch ends.
+    fn evaluate_share(
+        &self,
+        share: &[&Task<'_>],
+        cluster: &ClusterContext,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Vec<Finding> {
         let mut findings = Vec::with_capacity(share.len());
+        let mut finish = |tasks: &[&Task<'_>], requests: &[Value]| {
+            for finding in self.evaluate_batch(tasks, requests, cluster) {
+                progress(Progress::Done);
+                findings.push(finding);
+            }
+        };
         let (mut tasks, mut requests) = (Vec::new(), Vec::new());
         let mut bytes = 0;
         for &task in share {
             let request = self.request_of(task);
-            if self.batched {
-                let size = serde_json::to_vec(&request).map_or(0, |b| b.len());
-                if !tasks.is_empty() && bytes + size > BATCH_BYTES {
-                    findings.extend(self.evaluate_batch(&tasks, &requests, cluster));
-                    (tasks, requests, bytes) = (Vec::new(), Vec::new(), 0);
-                }
-                bytes += size;
+            if !self.batched {
+                finish(&[task], &[request]);
+                continue;
             }
+            let size = serde_json::to_vec(&request).map_or(0, |b| b.len());
+            if !tasks.is_empty() && bytes + size > BATCH_BYTES {
+                finish(&tasks, &requests);
+                (tasks, requests, bytes) = (Vec::new(), Vec::new(), 0);
+            }
+            bytes += size;
             tasks.push(task);
             requests.push(request);
         }
-        findings.extend(self.evaluate_batch(&tasks, &requests, cluster));
+        finish(&tasks, &requests);
         findings
     }
 
