@@ -23,11 +23,16 @@ fn broken() -> String {
 }
 
 fn audit(args: &[&str]) -> Output {
+    audit_with(&dist(), args)
+}
+
+/// `olm-guard audit --policies <policies>` with `args`.
+fn audit_with(policies: &std::path::Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_olm-guard"))
         .current_dir(root())
         .arg("audit")
         .arg("--policies")
-        .arg(dist())
+        .arg(policies)
         .args(args)
         .output()
         .unwrap()
@@ -865,4 +870,49 @@ fn batches_report_what_one_instance_per_evaluation_reports() {
             assert!(fails >= 4, "{policy}: {fails} fails\n{batched:#}");
         }
     }
+}
+
+/// A module without `validate_batch` (any Kubewarden policy that is not
+/// ours; here ours with the operation's registered name altered) is
+/// evaluated one object at a time, said once on stderr, with the results
+/// a batch gives.
+#[test]
+fn a_module_without_batches_is_evaluated_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = dir.path().join("crowded.json");
+    std::fs::write(&snapshot, crowded_snapshot().to_string()).unwrap();
+    let module = std::fs::read(dist().join("revision-uniqueness.wasm")).unwrap();
+    let (from, to) = (b"validate_batch", b"validate_batcX");
+    let mut altered = module.clone();
+    let mut found = 0;
+    for at in 0..module.len() - from.len() {
+        if &module[at..at + from.len()] == from {
+            altered[at..at + to.len()].copy_from_slice(to);
+            found += 1;
+        }
+    }
+    assert!(found > 0, "the module registers no validate_batch");
+    let plain = dir.path().join("revision-uniqueness.wasm");
+    std::fs::write(&plain, altered).unwrap();
+
+    let snapshot = snapshot.to_str().unwrap();
+    let without = audit_with(&plain, &["--cluster", snapshot, "-o", "json"]);
+    assert!(without.status.success(), "{}", stderr(&without));
+    let said = stderr(&without);
+    assert_eq!(
+        said.matches("cannot evaluate in batches").count(),
+        1,
+        "{said}"
+    );
+    assert!(
+        said.contains("revision-uniqueness") && said.contains("validate_batch"),
+        "{said}"
+    );
+    let module = dist().join("revision-uniqueness.wasm");
+    let batched = audit_with(&module, &["--cluster", snapshot, "-o", "json"]);
+    assert!(!stderr(&batched).contains("cannot evaluate in batches"));
+    let results = |output: &Output| -> Value {
+        serde_json::from_str::<Value>(&stdout(output)).unwrap()["results"].clone()
+    };
+    assert_eq!(results(&without), results(&batched));
 }

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, bail};
 use rayon::prelude::*;
@@ -23,6 +24,8 @@ use olm_guard_evaluator::{AdmissionResponse, ClusterContext, Policy};
 use olm_guard_runtime::metadata::{Metadata, RequestTarget, annotation};
 use olm_guard_runtime::{CallError, Runtime};
 use olm_guard_snapshot::{ApiResources, LoadOptions, ObjectRef, Snapshot, SnapshotWarning};
+
+use crate::common::one_line;
 
 /// The policy name of results about the snapshot itself (an object that
 /// could not be read), which no module evaluated.
@@ -115,9 +118,24 @@ pub struct AuditPolicy {
     pub metadata: Metadata,
     /// The settings it runs with (validated by the module).
     pub settings: Value,
+    /// Whether a batch of it has failed already (said once on stderr).
+    pub batch_failed: AtomicBool,
 }
 
 impl AuditPolicy {
+    /// Says once, on stderr, that this module's batches fall back to one
+    /// evaluation per object, and why (a module without `validate_batch`,
+    /// or a batch past a limit): the results stay exact, only slower.
+    fn batch_failed(&self, error: &CallError) {
+        if !self.batch_failed.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "olm-guard: {}: cannot evaluate in batches ({}); evaluating each object on its own",
+                self.name,
+                one_line(&error.to_string())
+            );
+        }
+    }
+
     /// `io.kubewarden.policy.severity`, when the report CRDs accept it.
     pub fn severity(&self) -> Option<&str> {
         self.metadata
@@ -337,6 +355,7 @@ pub fn load_modules(
             policy,
             metadata,
             settings,
+            batch_failed: AtomicBool::new(false),
         });
     }
     if let Some(name) = settings.keys().next() {
@@ -501,17 +520,20 @@ impl Audit {
             return Vec::new();
         };
         let policy = &self.policies[first.policy];
-        if self.batched
-            && let Ok(responses) =
-                policy
-                    .policy
-                    .validate_batch(requests, &policy.settings, cluster.clone())
-        {
-            return tasks
-                .iter()
-                .zip(responses)
-                .map(|(task, response)| self.finding(task, Ok(response)))
-                .collect();
+        if self.batched {
+            match policy
+                .policy
+                .validate_batch(requests, &policy.settings, cluster.clone())
+            {
+                Ok(responses) => {
+                    return tasks
+                        .iter()
+                        .zip(responses)
+                        .map(|(task, response)| self.finding(task, Ok(response)))
+                        .collect();
+                }
+                Err(e) => policy.batch_failed(&e),
+            }
         }
         tasks
             .iter()
