@@ -121,6 +121,8 @@ pub fn read_inputs(
     Ok((request, settings, snapshot.load()?))
 }
 
+/// `text` on one line: every run of whitespace, newlines included, as one
+/// space.
 pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

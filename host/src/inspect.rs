@@ -11,6 +11,8 @@ use clap::Args;
 
 use olm_guard_runtime::metadata::{METADATA_SECTION, Metadata, annotation, custom_section};
 
+use crate::common::one_line;
+
 #[derive(Args)]
 #[command(after_help = "\
 Examples:
@@ -193,8 +195,4 @@ fn render(m: &Metadata) -> String {
         let _ = writeln!(out, "  {key}: {shown}");
     }
     out
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
