@@ -278,7 +278,10 @@ impl Policy {
     /// `settings` in one instance that decodes each list answer once, one
     /// response per request, in order, each the response `validate` gives
     /// that request alone. The call gets the deadline of as many
-    /// evaluations. A module without the operation answers with a guest
+    /// evaluations. Each list is read once per batch, so `cluster` must not
+    /// change during the call (the audit's snapshot does not; a sequence in
+    /// which admitted objects join the cluster, as `run all` has, cannot be
+    /// a batch). A module without the operation answers with a guest
     /// error; callers then evaluate the requests one by one.
     pub fn validate_batch(
         &self,
