@@ -151,7 +151,9 @@ bench: dist
 # deploy/: a ClusterAdmissionPolicy per module and policies.yml for a bare
 # policy-server, generated from the modules' metadata; deploy/native/: the
 # ValidatingAdmissionPolicies and CRD patches generated from the rules, for
-# clusters without Kubewarden (tests check both for drift).
+# clusters without Kubewarden (tests check both for drift); deploy/native-spec-group/:
+# group-authorization for a cluster that adopts spec.group, with its staged CRD
+# patches against the shipped upstream CRD.
 deploy: dist
 	@mkdir -p deploy
 	@for p in $(POLICIES); do \
@@ -161,6 +163,9 @@ deploy: dist
 	$(HOST) scaffold policies $(patsubst %,dist/%.wasm,$(POLICIES)) -o deploy/policies.yml
 	@rm -rf deploy/native
 	$(HOST) scaffold vap all -o deploy/native
+	@find deploy/native-spec-group -type f ! -name settings.yaml -delete
+	$(HOST) scaffold vap group-authorization -o deploy/native-spec-group \
+	  --settings group-authorization=deploy/native-spec-group/settings.yaml
 
 # artifacthub/: Artifact Hub package files from policies/*/metadata.yml and
 # README.md (a test checks drift).

@@ -3,6 +3,7 @@
 pub mod admission;
 pub mod authorizer;
 pub mod cost;
+pub mod crd;
 pub mod model;
 pub mod policies;
 pub mod render;
