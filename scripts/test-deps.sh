@@ -9,7 +9,10 @@
 # - chromium-driver: ChromeDriver, through which the playground's browser test
 #   drives that Chromium over WebDriver (host/tests/playground_browser.rs);
 # - fonts-dejavu-core: the font `olm-guard bench --scale --plot` labels its
-#   PNG with (host/src/bench_scale.rs).
+#   PNG with (host/src/bench_scale.rs);
+# - nodejs, npm: sigstore-js, the independent verifier of the bundle layout
+#   (host/tests/signing.rs), installed by `npm ci` from its lockfile in
+#   host/tests/sigstore-js.
 #
 # Installed when missing and we are root; otherwise the tests that need them
 # skip with a message naming this script.
@@ -21,7 +24,13 @@ command -v docker-registry >/dev/null 2>&1 || [ -x /usr/bin/docker-registry ] ||
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing="$missing fonts-dejavu-core"
-[ -z "$missing" ] && exit 0
+command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
+sigstore_js() {
+  js="$(dirname "$0")/../host/tests/sigstore-js"
+  [ -d "$js/node_modules/@sigstore/verify" ] || ! command -v npm >/dev/null 2>&1 ||
+    npm ci --prefix "$js" --no-audit --no-fund >/dev/null
+}
+[ -z "$missing" ] && { sigstore_js; exit 0; }
 
 if [ "$(id -u)" != 0 ]; then
   echo "test-deps: missing:$missing and we are not root;" \
@@ -42,3 +51,4 @@ apt-get install -y --no-install-recommends $missing >/dev/null 2>&1 || {
 # docker-registry starts a system service on :5000 where systemd runs; the
 # tests start their own registries and need none.
 echo "test-deps: installed$missing"
+sigstore_js
