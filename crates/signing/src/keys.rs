@@ -583,7 +583,7 @@ mod tests {
             .to_string();
         assert!(
             err.starts_with("ed.key: an Ed25519 private key, not ECDSA P-256;")
-                && err.contains("cosign generate-key-pair (no --signing-algorithm"),
+                && err.contains("`cosign generate-key-pair` (no --signing-algorithm"),
             "{err}"
         );
         let err = PublicKey::from_pem("hello", "x.pub")
