@@ -5,18 +5,21 @@
 //! then each lookup is made to fail in each way a host can fail —
 //! refused by the grants (the kind or capability left out of the module's
 //! metadata: Kubewarden's own denial), a transport error, a malformed answer
-//! — and the module must deny, naming what it could not look up. A new rule
+//! — and the module must deny, naming what it could not look up. The
+//! scenarios must call every host capability the module's code contains
+//! (found as `kwctl annotate` finds them), so none goes unchecked. A new rule
 //! is covered as soon as it is in the registry and has scenarios. A host
 //! error of many long lines (policy-server with `RUST_BACKTRACE=1`) must
 //! reach the denial as one bounded line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use olm_guard_evaluator::scenario;
 use olm_guard_evaluator::{AdmissionResponse, ContextHost, Grants, Policy, input};
 use olm_guard_rules::registry::{RULES, RuleEntry};
+use olm_guard_runtime::metadata::detect_host_capabilities;
 use olm_guard_runtime::{HostCallback, Limits, Metadata, Runtime};
 use olm_guard_snapshot::Snapshot;
 use serde_json::Value;
@@ -212,6 +215,20 @@ fn every_lookup_of_every_module_fails_closed_naming_itself() {
         let metadata = policy.metadata.clone().expect("annotated module");
         let cases = cases(rule);
         let found = lookups(&policy, &cases);
+        // Every host capability the module's code contains (which
+        // host/tests/metadata.rs holds equal to its hostCapabilities) is
+        // among the lookups failed below: a capability no scenario calls
+        // would go unchecked.
+        let called: BTreeSet<String> = found
+            .keys()
+            .map(|lookup| format!("kubernetes/{}", lookup.operation))
+            .collect();
+        let contained = detect_host_capabilities(&wasm).unwrap();
+        assert_eq!(
+            called, contained,
+            "{}: its scenarios call the host capabilities on the left, its code contains those on the right; add a scenario that makes the missing lookup",
+            rule.name
+        );
         let context_aware = !metadata.context_aware_resources.is_empty()
             || metadata
                 .host_capabilities
