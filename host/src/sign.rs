@@ -18,7 +18,7 @@ Examples:
   olm-guard sign -k cosign.key --format legacy registry://ghcr.io/me/scope-rbac:v1
 
 The module's manifest digest is signed (a tag is resolved first), in the
-layouts of --format (default both, as Kubewarden's release pipeline signs):
+layouts of --format (default both: clusters that read either layout verify it):
 
   legacy  the simple-signing payload, with the -a annotations in `optional`,
           as one layer of the manifest tagged sha256-<hex>.sig beside the
