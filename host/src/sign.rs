@@ -1,5 +1,7 @@
 //! `olm-guard sign`: a cosign signature for a pushed module, as `cosign
-//! sign --key` stores it (sigstore/cosign `specs/SIGNATURE_SPEC.md`).
+//! sign --key` stores it: the legacy `.sig` manifest (sigstore/cosign
+//! `specs/SIGNATURE_SPEC.md`) and a Sigstore bundle referrer
+//! (`specs/BUNDLE_SPEC.md`), both by default (`olm_guard_oci::sign`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,13 +15,24 @@ use crate::pull::RegistryArgs;
 Examples:
   olm-guard sign -k cosign.key registry://localhost:5000/policies/catalog-union:v0.1.0 --insecure
   olm-guard sign -k cosign.key -a env=prod registry://ghcr.io/me/scope-rbac@sha256:…
+  olm-guard sign -k cosign.key --format legacy registry://ghcr.io/me/scope-rbac:v1
 
-The module's manifest digest is signed (a tag is resolved first): the
-simple-signing payload, with the -a annotations in `optional`, goes into the
-manifest tagged sha256-<hex>.sig beside the module, one layer per signature,
-the signature in the layer's dev.cosignproject.cosign/signature annotation.
-An existing signature manifest is appended to. The password of an encrypted
-key is read from COSIGN_PASSWORD, as cosign reads it.
+The module's manifest digest is signed (a tag is resolved first), in the
+layouts of --format (default both: clusters that read either layout verify it):
+
+  legacy  the simple-signing payload, with the -a annotations in `optional`,
+          as one layer of the manifest tagged sha256-<hex>.sig beside the
+          module, the signature in its dev.cosignproject.cosign/signature
+          annotation; what cosign before v3 writes and every Kubewarden
+          release reads. An existing signature manifest is appended to.
+  bundle  a Sigstore bundle v0.3 (a DSSE envelope over an in-toto statement
+          whose subject is the digest, the -a annotations in the subject's
+          annotations) attached as an OCI referrer of the module; what cosign
+          v3 writes. Where the registry has no referrers API, the referrers
+          tag sha256-<hex> indexes it.
+
+A signature that is there already is not added again. The password of an
+encrypted key is read from COSIGN_PASSWORD, as cosign reads it.
 
 Keyless signing (Fulcio certificates, Rekor entries) needs the Sigstore
 services on the internet; olm-guard signs with keys only.
@@ -35,6 +48,10 @@ pub struct SignArgs {
     /// An annotation to sign with the digest (repeatable).
     #[arg(short = 'a', long = "annotation", value_name = "KEY=VALUE", value_parser = annotation)]
     pub annotations: Vec<(String, String)>,
+    /// Which layouts to write: legacy (.sig manifest), bundle (referrer),
+    /// or both.
+    #[arg(long, value_enum, default_value_t = Layouts::Both)]
+    pub format: Layouts,
     #[command(flatten)]
     pub registry: RegistryArgs,
     /// Output format.
@@ -42,11 +59,23 @@ pub struct SignArgs {
     pub output: SignFormat,
 }
 
+/// `--format`.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Layouts {
+    /// The sha256-<hex>.sig manifest (cosign before v3).
+    Legacy,
+    /// A Sigstore bundle referrer (cosign v3).
+    Bundle,
+    /// Both.
+    Both,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum SignFormat {
-    /// `signed`, `digest`, `signatures` and `count` lines.
+    /// `signed` and `digest`, then `signatures`/`count` and
+    /// `bundle`/`bundles` lines for the layouts written.
     Text,
-    /// `{"digest", "signatures", "count", "added"}`.
+    /// `{"digest", "legacy": {…}, "bundle": {…}}`.
     Json,
     /// The same fields as YAML.
     Yaml,
@@ -69,8 +98,8 @@ pub fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
 pub fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
     use std::io::Write;
 
-    use olm_guard_oci::{PolicyRef, push_signature, resolve};
-    use olm_guard_signing::{PrivateKey, SimpleSigning};
+    use olm_guard_oci::PolicyRef;
+    use olm_guard_signing::PrivateKey;
 
     let Some(key_path) = &args.key else {
         // What a keyless request gets: the reason, and the way that works.
@@ -87,39 +116,45 @@ pub fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
         &key_path.display().to_string(),
         password.as_ref().map(|p| p.as_encoded_bytes()),
     )?;
-    let options = args.registry.options();
-    let digest = resolve(&reference, &options)?;
-    let docker_reference = format!(
-        "{}/{}",
-        reference.oci.registry(),
-        reference.oci.repository()
-    );
+    let format = match args.format {
+        Layouts::Legacy => olm_guard_oci::SignFormat::Legacy,
+        Layouts::Bundle => olm_guard_oci::SignFormat::Bundle,
+        Layouts::Both => olm_guard_oci::SignFormat::Both,
+    };
     let annotations = crate::verification::annotations(&args.annotations);
-    let payload = SimpleSigning::new(&docker_reference, &digest, &annotations).to_bytes();
-    let signature = key.sign(&payload);
-    let pushed = push_signature(&reference, &digest, &payload, &signature, &options)?;
+    let signed = olm_guard_oci::sign(
+        &reference,
+        &key,
+        &annotations,
+        format,
+        &args.registry.options(),
+    )?;
     let mut out = std::io::stdout().lock();
+    let again = |added: bool| {
+        if added {
+            ""
+        } else {
+            " (this signature was there already)"
+        }
+    };
     match args.output {
         SignFormat::Text => {
-            writeln!(out, "signed {}", reference.with_digest(&digest))?;
-            writeln!(out, "digest {}", pushed.digest)?;
-            writeln!(out, "signatures {}", pushed.signatures)?;
-            writeln!(
-                out,
-                "count {}{}",
-                pushed.count,
-                if pushed.added {
-                    ""
-                } else {
-                    " (this signature was there already)"
-                }
-            )?;
+            writeln!(out, "signed {}", reference.with_digest(&signed.digest))?;
+            writeln!(out, "digest {}", signed.digest)?;
+            if let Some(legacy) = &signed.legacy {
+                writeln!(out, "signatures {}", legacy.signatures)?;
+                writeln!(out, "count {}{}", legacy.count, again(legacy.added))?;
+            }
+            if let Some(bundle) = &signed.bundle {
+                writeln!(out, "bundle {} ({})", bundle.referrer, bundle.index)?;
+                writeln!(out, "bundles {}{}", bundle.count, again(bundle.added))?;
+            }
         }
         SignFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &pushed)?;
+            serde_json::to_writer_pretty(&mut out, &signed)?;
             writeln!(out)?;
         }
-        SignFormat::Yaml => write!(out, "{}", serde_yaml_ng::to_string(&pushed)?)?,
+        SignFormat::Yaml => write!(out, "{}", serde_yaml_ng::to_string(&signed)?)?,
     }
     Ok(ExitCode::SUCCESS)
 }

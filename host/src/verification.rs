@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 
 use olm_guard_oci::{Options, PolicyRef, StoredSignatures, fetch_signatures};
-use olm_guard_signing::verify::{Report, SignatureLayer, verify};
-use olm_guard_signing::{SIGNATURE_ANNOTATION, VerificationConfig};
+use olm_guard_signing::VerificationConfig;
+use olm_guard_signing::verify::{Report, verify};
 
 /// The signatures of the module `reference` resolves to, judged against
 /// `config`.
@@ -23,18 +23,14 @@ pub fn check(
     Ok(judge(&stored, config))
 }
 
-/// Judge fetched signatures.
+/// Judge fetched signatures, legacy layers and bundle referrers alike.
 pub fn judge(stored: &StoredSignatures, config: &VerificationConfig) -> Report {
-    let layers: Vec<SignatureLayer> = stored
-        .layers
-        .iter()
-        .map(|layer| SignatureLayer {
-            digest: layer.digest.clone(),
-            payload: layer.data.clone(),
-            signature: layer.annotations.get(SIGNATURE_ANNOTATION).cloned(),
-        })
-        .collect();
-    verify(config, &stored.digest, &stored.location, &layers)
+    verify(
+        config,
+        &stored.digest,
+        &stored.locations(),
+        &stored.signature_layers(),
+    )
 }
 
 /// `reference` pinned to the digest whose signatures satisfy `config`, or

@@ -24,10 +24,16 @@ judges it. Keyless kinds (genericIssuer, githubAction) are read but need
 Fulcio and Rekor on the internet: they are reported as not verifiable offline
 and never count as satisfied.
 
-Output: the digest, then each constraint: satisfied (and by which signature
-layer) or refused and why (no signature, wrong key, a payload for another
-digest, an annotation missing or different, a tampered layer); -o json|yaml
-the same as data.
+Signatures are read in both of cosign's layouts: the legacy manifest tagged
+sha256-<hex>.sig (cosign before v3), and Sigstore bundles attached as OCI
+referrers of the module (cosign v3; the registry's referrers API, else the
+referrers tag sha256-<hex>). A bundle's -a annotations are its in-toto
+statement's subject annotations; a message-signature bundle carries none.
+
+Output: the digest, where each layout was looked for, then each constraint:
+satisfied (by which signature, [legacy] or [bundle]) or refused and why (no
+signature, wrong key, a payload for another digest, an annotation missing or
+different, a tampered layer); -o json|yaml the same as data.
 
 Exit codes: 0 verified; 1 refused (the reasons are printed); 2 a key or the
 config cannot be read, the reference is malformed, or the registry failed.")]
@@ -112,11 +118,23 @@ pub fn verify(mut args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 "signatures {} ({} layers)",
                 report.signatures, report.layers
             )?;
+            writeln!(
+                out,
+                "bundles {} ({} bundles)",
+                report.referrers, report.bundles
+            )?;
             for c in &report.constraints {
                 let outcome = serde_json::to_value(c.outcome)?;
+                let layout = match c.layout {
+                    Some(layout) => format!(
+                        " [{}]",
+                        serde_json::to_value(layout)?.as_str().unwrap_or_default()
+                    ),
+                    None => String::new(),
+                };
                 writeln!(
                     out,
-                    "{} {} {}: {}",
+                    "{} {} {}{layout}: {}",
                     outcome.as_str().unwrap_or_default(),
                     c.location,
                     c.constraint,

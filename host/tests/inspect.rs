@@ -1,5 +1,6 @@
-//! `olm-guard inspect` and `olm-guard annotate`'s metadata checks, through
-//! the binary, on the real modules in dist/ (`make dist` builds them).
+//! `olm-guard inspect` and `olm-guard annotate`'s metadata and host
+//! capability checks, through the binary, on the real modules in dist/
+//! (`make dist` builds them).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -175,4 +176,58 @@ fn annotate_refuses_bad_metadata_naming_the_field_and_the_fix() {
         assert!(err.contains("metadata.yml"), "the file is not named: {err}");
         assert!(!out_wasm.exists());
     }
+}
+
+/// `annotate` scans the module's data for host calls as `kwctl annotate`
+/// does: a module calling a capability its metadata does not declare is
+/// refused in one line naming the capability, the file and the fix, and
+/// nothing is written; a declared capability the scan does not find is a
+/// warning, and the module is written.
+#[test]
+fn annotate_refuses_an_undeclared_host_capability_and_warns_on_an_unused_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let annotate = |name: &str, from: &str, to: &str| {
+        let text = std::fs::read_to_string(root().join("policies").join(name).join("metadata.yml"))
+            .unwrap();
+        assert!(text.contains(from), "{name}: {from}");
+        let metadata = dir.path().join(format!("{name}.yml"));
+        std::fs::write(&metadata, text.replacen(from, to, 1)).unwrap();
+        let out_wasm = dir.path().join(format!("{name}.wasm"));
+        let out = olm_guard(&[
+            "annotate".as_ref(),
+            module(name).as_os_str(),
+            "-m".as_ref(),
+            metadata.as_os_str(),
+            "-o".as_ref(),
+            out_wasm.as_os_str(),
+        ]);
+        (out, out_wasm)
+    };
+
+    let (out, written) = annotate("scope-rbac", "  - kubernetes/get_resource\n", "");
+    let err = one_line_error(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for expected in [
+        "scope-rbac.wasm: the module calls host capability kubernetes/get_resource",
+        "scope-rbac.yml does not declare it in hostCapabilities",
+        "declare it there, or build the module without it",
+    ] {
+        assert!(err.contains(expected), "{expected:?} not in {err}");
+    }
+    assert!(!written.exists());
+
+    let (out, written) = annotate(
+        "catalog-union",
+        "hostCapabilities: []",
+        "hostCapabilities: [kubernetes/can_i]",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: ")
+            && err.contains("hostCapabilities declares kubernetes/can_i, but the module")
+            && err.contains("does not call it"),
+        "{err}"
+    );
+    assert!(written.exists());
 }

@@ -1,13 +1,14 @@
 //! Metadata embedding and enforcement with the real modules in dist/
 //! (`make dist` builds and annotates them).
 
+use std::collections::BTreeSet;
 use std::process::Command;
 
 mod common;
 use common::{module, root};
 
 use olm_guard_runtime::metadata::{
-    METADATA_SECTION, Metadata, custom_section, with_custom_section,
+    METADATA_SECTION, Metadata, custom_section, detect_host_capabilities, with_custom_section,
 };
 
 #[test]
@@ -99,4 +100,36 @@ fn a_metadata_omission_fails_locally_and_closed() {
         ),
         "{message}"
     );
+}
+
+/// What `kwctl annotate` would find: each module's code can call exactly
+/// the host capabilities its metadata.yml declares, no undeclared one (the
+/// shared adapter links only the capabilities given to `policy_module!`)
+/// and no declared one missing.
+#[test]
+fn every_module_calls_exactly_the_host_capabilities_it_declares() {
+    let mut modules = 0;
+    for entry in std::fs::read_dir(root().join("policies")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let wasm = std::fs::read(module(&name)).unwrap();
+        let detected = detect_host_capabilities(&wasm).unwrap();
+        let text =
+            std::fs::read_to_string(root().join("policies").join(&name).join("metadata.yml"))
+                .unwrap();
+        let declared = Metadata::from_yaml(&text).unwrap();
+        let declared_set: BTreeSet<String> = declared
+            .host_capabilities
+            .clone()
+            .unwrap_or_else(|| panic!("{name}: metadata.yml declares no hostCapabilities"))
+            .into_iter()
+            .collect();
+        assert_eq!(
+            detected, declared_set,
+            "{name}: the module's code (left) and metadata.yml's hostCapabilities (right) differ"
+        );
+        assert!(declared.capability_mismatch(&detected).is_empty(), "{name}");
+        eprintln!("{name}: {detected:?}");
+        modules += 1;
+    }
+    assert_eq!(modules, olm_guard_rules::registry::RULES.len());
 }

@@ -1,8 +1,12 @@
 //! `olm-guard keygen`, `sign`, `verify` and `--verification-config`
 //! against a real registry on loopback, each verdict checked a second time
-//! by the `sigstore` crate, the library kwctl and policy-server verify
-//! policies with (its cosign client, public-key and annotation
-//! constraints): what we accept it accepts, what we refuse it refuses.
+//! by an independent verifier: for the legacy `.sig` layout the `sigstore`
+//! crate, the library kwctl and policy-server verify policies with (its
+//! cosign client, public-key and annotation constraints); for Sigstore
+//! bundle referrers sigstore-js (`@sigstore/verify`, through
+//! `tests/sigstore-js/verify.cjs`, which finds the referrers on its own),
+//! which also signs a bundle of its own for us to verify. What we accept
+//! they accept, what we refuse they refuse.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,7 +43,24 @@ fn keygen(home: &Path, prefix: &str, password: &str) -> (PathBuf, PathBuf) {
 }
 
 fn sign(home: &Path, key: &Path, reference: &str, annotations: &[&str]) -> String {
-    let mut args = vec!["sign", "-k", key.to_str().unwrap(), reference, "--insecure"];
+    sign_as(home, key, reference, annotations, "both")
+}
+
+/// `sign` in the legacy layout only: the cases the `sigstore` crate checks.
+fn sign_legacy(home: &Path, key: &Path, reference: &str, annotations: &[&str]) -> String {
+    sign_as(home, key, reference, annotations, "legacy")
+}
+
+fn sign_as(home: &Path, key: &Path, reference: &str, annotations: &[&str], format: &str) -> String {
+    let mut args = vec![
+        "sign",
+        "-k",
+        key.to_str().unwrap(),
+        reference,
+        "--insecure",
+        "--format",
+        format,
+    ];
     for a in annotations {
         args.extend(["-a", a]);
     }
@@ -138,9 +159,7 @@ fn config(home: &Path, name: &str, body: &str, keys: &[&Path]) -> PathBuf {
 
 #[test]
 fn signed_modules_verify_with_olm_guard_and_with_sigstore() {
-    let Some(registry) = Registry::start(false) else {
-        return;
-    };
+    let registry = Registry::start(false);
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
     let (private, public) = keygen(home, "cosign", PASSWORD);
@@ -261,9 +280,7 @@ fn signed_modules_verify_with_olm_guard_and_with_sigstore() {
 
 #[test]
 fn each_refusal_has_its_own_reason_and_sigstore_refuses_too() {
-    let Some(registry) = Registry::start(false) else {
-        return;
-    };
+    let registry = Registry::start(false);
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
     let (private, public) = keygen(home, "cosign", PASSWORD);
@@ -278,7 +295,7 @@ fn each_refusal_has_its_own_reason_and_sigstore_refuses_too() {
 
     // Signed, but with another key than the one asked for.
     let (signed, _) = push(&registry, home, "scope-rbac", "policies/signed");
-    sign(home, &private, &signed, &["env=prod"]);
+    sign_legacy(home, &private, &signed, &["env=prod"]);
     reasons.insert(
         "wrong key",
         verify_refused(home, &signed, &["-k", other_public.to_str().unwrap()]),
@@ -315,7 +332,7 @@ fn each_refusal_has_its_own_reason_and_sigstore_refuses_too() {
         "group-authorization",
         "policies/moved-from",
     );
-    sign(home, &private, &original, &[]);
+    sign_legacy(home, &private, &original, &[]);
     let stolen = olm_guard_oci::fetch_signatures(
         &olm_guard_oci::PolicyRef::parse(&original).unwrap(),
         &options,
@@ -337,7 +354,7 @@ fn each_refusal_has_its_own_reason_and_sigstore_refuses_too() {
     // (the manifest consistent, the signature not).
     let (altered, altered_digest) =
         push(&registry, home, "revision-uniqueness", "policies/altered");
-    sign(home, &private, &altered, &["env=prod"]);
+    sign_legacy(home, &private, &altered, &["env=prod"]);
     let reference = olm_guard_oci::PolicyRef::parse(&altered).unwrap();
     let stored = olm_guard_oci::fetch_signatures(&reference, &options).unwrap();
     let payload = String::from_utf8(stored.layers[0].data.clone().unwrap()).unwrap();
@@ -366,7 +383,7 @@ fn each_refusal_has_its_own_reason_and_sigstore_refuses_too() {
         "aggregation-escalation",
         "policies/tampered",
     );
-    sign(home, &private, &tampered, &[]);
+    sign_legacy(home, &private, &tampered, &[]);
     let stored = olm_guard_oci::fetch_signatures(
         &olm_guard_oci::PolicyRef::parse(&tampered).unwrap(),
         &options,
@@ -393,7 +410,7 @@ fn each_refusal_has_its_own_reason_and_sigstore_refuses_too() {
         ("unsigned", "no signature: the module is unsigned"),
         (
             "wrong key",
-            "wrong key: none of the 1 signature(s) verifies with this key",
+            "wrong key: none of the 1 signature(s) (1 legacy, 0 bundle) verifies with this key",
         ),
         ("missing annotation", "annotation team missing"),
         (
@@ -406,11 +423,11 @@ fn each_refusal_has_its_own_reason_and_sigstore_refuses_too() {
         ),
         (
             "altered payload",
-            "or the payload was altered after signing",
+            "or the signed payload was altered after signing",
         ),
         (
             "tampered layer",
-            "tampered layer: the bytes of layer sha256:",
+            "tampered legacy signature layer: the bytes of sha256:",
         ),
     ];
     for (case, text) in want {
@@ -425,9 +442,7 @@ fn each_refusal_has_its_own_reason_and_sigstore_refuses_too() {
 
 #[test]
 fn minimum_matches_two_needs_both_keys_and_run_refuses_before_evaluating() {
-    let Some(registry) = Registry::start(false) else {
-        return;
-    };
+    let registry = Registry::start(false);
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
     let (first_private, first_public) = keygen(home, "first", PASSWORD);
@@ -659,4 +674,389 @@ fn the_shipped_verification_config_wants_its_key_replaced() {
         "{error}"
     );
     assert!(!error.contains("verification-config.yml"), "{error}");
+}
+
+/// sigstore-js, the bundle layout's independent verifier and signer
+/// (`tests/sigstore-js`, installed by `scripts/test-deps.sh` with `npm ci`):
+/// runs `script` with `args` and gives its exit code and JSON line. A test
+/// that needs it fails without it, in one line saying how to install it.
+fn sigstore_js(script: &str, args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let dir = common::root().join("host/tests/sigstore-js");
+    let installed = || dir.join("node_modules/@sigstore/verify").is_dir();
+    if !installed() {
+        let _ = std::process::Command::new(common::root().join("scripts/test-deps.sh")).status();
+    }
+    assert!(
+        installed(),
+        "sigstore-js is not installed in host/tests/sigstore-js: run scripts/test-deps.sh (it runs npm ci there; node and npm come from apt-get install -y nodejs npm)"
+    );
+    let output = std::process::Command::new("node")
+        .arg(dir.join(script))
+        .args(args)
+        .output()
+        .expect("node runs (apt-get install -y nodejs)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let json = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| {
+        panic!(
+            "sigstore-js {script}: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code(), json)
+}
+
+/// sigstore-js's verdict on the bundle referrers of `reference`
+/// (`registry://host/repo:tag`) at `digest`: `Ok` when one satisfies the
+/// key and `annotations`, else every bundle's reason.
+fn sigstore_js_verifies(
+    registry: &Registry,
+    repo: &str,
+    digest: &str,
+    key: &Path,
+    annotations: &[&str],
+) -> Result<(), String> {
+    let mut args = vec![registry.host.as_str(), repo, digest, key.to_str().unwrap()];
+    args.extend(annotations);
+    let (code, json) = sigstore_js("verify.cjs", &args);
+    assert_eq!(
+        json["via"], "tag schema",
+        "docker-registry has no referrers API: {json}"
+    );
+    match code {
+        Some(0) => {
+            assert_eq!(json["verified"], true);
+            Ok(())
+        }
+        Some(1) => Err(json["reasons"].to_string()),
+        other => panic!("sigstore-js verify exited {other:?}: {json}"),
+    }
+}
+
+/// The bundles stored for `reference`, as our client reads them.
+fn bundles(reference: &str) -> Vec<olm_guard_oci::StoredBundle> {
+    let options = olm_guard_oci::Options {
+        insecure: true,
+        ..Default::default()
+    };
+    olm_guard_oci::fetch_signatures(
+        &olm_guard_oci::PolicyRef::parse(reference).unwrap(),
+        &options,
+    )
+    .unwrap()
+    .bundles
+}
+
+#[test]
+fn bundles_signed_by_olm_guard_verify_with_olm_guard_and_sigstore_js() {
+    let registry = Registry::start(false);
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let (private, public) = keygen(home, "cosign", PASSWORD);
+    let repo = "policies/bundled";
+    let (reference, digest) = push(&registry, home, "catalog-union", repo);
+
+    // The bundle layout alone: a referrer, listed by the tag schema (the
+    // loopback registry has no referrers API), no .sig manifest.
+    let signed = sign_as(home, &private, &reference, &["env=prod"], "bundle");
+    assert_eq!(field(&signed, "digest"), digest);
+    let tag = format!("sha256-{}", &digest[7..]);
+    assert!(
+        field(&signed, "bundle").ends_with(&format!("(tag {tag})")),
+        "{signed}"
+    );
+    assert_eq!(field(&signed, "bundles"), "1");
+    assert!(!signed.contains("\nsignatures "), "{signed}");
+    assert!(
+        sigstore_verifies(&reference, &public, &[]).is_err(),
+        "no legacy layer"
+    );
+
+    // Ours, naming the layout.
+    let verified = ok(verify(
+        home,
+        &reference,
+        &["-k", public.to_str().unwrap(), "-a", "env=prod"],
+    ));
+    assert!(verified.contains("(0 layers)"), "{verified}");
+    assert!(verified.contains("(1 bundles)"), "{verified}");
+    assert!(
+        verified.contains("[bundle]: bundle referrer sha256:"),
+        "{verified}"
+    );
+    assert!(verified.contains("(dsse-envelope)"), "{verified}");
+    let json: serde_json::Value = serde_json::from_str(&ok(verify(
+        home,
+        &reference,
+        &["-k", public.to_str().unwrap(), "-o", "json"],
+    )))
+    .unwrap();
+    assert_eq!(json["constraints"][0]["layout"], "bundle");
+    assert_eq!(json["bundles"], 1);
+    // sigstore-js agrees, finding the referrer through the tag schema.
+    sigstore_js_verifies(&registry, repo, &digest, &public, &["env=prod"])
+        .expect("sigstore-js verifies our bundle");
+
+    // Never a duplicate: the same signature again adds nothing; both
+    // layouts add the legacy one only.
+    let again = sign_as(home, &private, &reference, &["env=prod"], "bundle");
+    assert_eq!(
+        field(&again, "bundles"),
+        "1 (this signature was there already)"
+    );
+    let both = sign(home, &private, &reference, &["env=prod"]);
+    assert_eq!(field(&both, "count"), "1");
+    assert_eq!(
+        field(&both, "bundles"),
+        "1 (this signature was there already)"
+    );
+    assert_eq!(bundles(&reference).len(), 1);
+    sigstore_verifies(&reference, &public, &[("env", "prod")])
+        .expect("sigstore verifies the legacy signature beside the bundle");
+    let verified = ok(verify(home, &reference, &["-k", public.to_str().unwrap()]));
+    assert!(verified.contains("(1 layers)"), "{verified}");
+    assert!(verified.contains("[legacy]"), "{verified}");
+
+    // A second key: a second referrer, verified by both.
+    let (second_private, second_public) = keygen(home, "second", PASSWORD);
+    let second = sign_as(home, &second_private, &reference, &[], "bundle");
+    assert_eq!(field(&second, "bundles"), "2");
+    sigstore_js_verifies(&registry, repo, &digest, &second_public, &[]).unwrap();
+    ok(verify(
+        home,
+        &reference,
+        &[
+            "-k",
+            public.to_str().unwrap(),
+            "-k",
+            second_public.to_str().unwrap(),
+        ],
+    ));
+
+    // pull with a verification config, satisfied by the bundle alone.
+    let (bundle_only, bundle_digest) = push(&registry, home, "scope-rbac", "policies/bundle-only");
+    sign_as(home, &private, &bundle_only, &["env=prod"], "bundle");
+    let config = config(
+        home,
+        "verification.yml",
+        "apiVersion: v1\nallOf:\n  - kind: pubKey\n    key: |\nKEY0\n    annotations:\n      env: prod\n",
+        &[&public],
+    );
+    let pulled = ok(olm_guard(
+        home,
+        &[
+            "pull",
+            &bundle_only,
+            "--insecure",
+            "-o",
+            home.join("pulled.wasm").to_str().unwrap(),
+            "--verification-config",
+            config.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(field(&pulled, "digest"), bundle_digest);
+}
+
+#[test]
+fn a_bundle_made_by_sigstore_js_verifies_with_olm_guard() {
+    let registry = Registry::start(false);
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let repo = "policies/signed-by-js";
+    let (reference, digest) = push(&registry, home, "og-intersection", repo);
+    let js_pub = home.join("js.pub");
+    let (code, json) = sigstore_js(
+        "sign.cjs",
+        &[
+            &registry.host,
+            repo,
+            &digest,
+            js_pub.to_str().unwrap(),
+            "env=prod",
+        ],
+    );
+    assert_eq!(code, Some(0), "{json}");
+    assert_eq!(
+        json["mediaType"],
+        "application/vnd.dev.sigstore.bundle.v0.3+json"
+    );
+
+    let verified = ok(verify(
+        home,
+        &reference,
+        &["-k", "js.pub", "-a", "env=prod"],
+    ));
+    assert!(
+        verified.contains(&format!(
+            "[bundle]: bundle referrer {} (dsse-envelope)",
+            json["referrer"].as_str().unwrap()
+        )),
+        "{verified}"
+    );
+    let refusal = verify_refused(home, &reference, &["-k", "js.pub", "-a", "team=platform"]);
+    assert!(
+        refusal.contains("annotation team missing: the bundle's statement carries no team"),
+        "{refusal}"
+    );
+    // Our own signature beside theirs: olm-guard reads the index
+    // @sigstore/oci wrote and appends to it.
+    let (private, public) = keygen(home, "cosign", PASSWORD);
+    sign_as(home, &private, &reference, &[], "bundle");
+    assert_eq!(bundles(&reference).len(), 2);
+    sigstore_js_verifies(&registry, repo, &digest, &public, &[]).unwrap();
+    sigstore_js_verifies(&registry, repo, &digest, &js_pub, &["env=prod"]).unwrap();
+}
+
+#[test]
+fn each_bundle_refusal_has_its_own_reason_in_both_verifiers() {
+    let registry = Registry::start(false);
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let (private, public) = keygen(home, "cosign", PASSWORD);
+    let (_, other_public) = keygen(home, "other", PASSWORD);
+    let key = ["-k", public.to_str().unwrap()];
+    let options = olm_guard_oci::Options {
+        insecure: true,
+        ..Default::default()
+    };
+    let js = |repo: &str, digest: &str, key: &Path, annotations: &[&str]| {
+        sigstore_js_verifies(&registry, repo, digest, key, annotations)
+            .expect_err("sigstore-js refuses")
+    };
+
+    // Unsigned.
+    let (unsigned, unsigned_digest) = push(&registry, home, "catalog-union", "policies/b-unsigned");
+    let refusal = verify_refused(home, &unsigned, &key);
+    assert!(
+        refusal.contains("no signature: the module is unsigned"),
+        "{refusal}"
+    );
+    assert!(js("policies/b-unsigned", &unsigned_digest, &public, &[]).contains("NO_BUNDLE"));
+
+    // Wrong key; a missing and a different annotation.
+    let repo = "policies/b-signed";
+    let (signed, signed_digest) = push(&registry, home, "scope-rbac", repo);
+    sign_as(home, &private, &signed, &["env=prod"], "bundle");
+    let refusal = verify_refused(home, &signed, &["-k", other_public.to_str().unwrap()]);
+    assert!(
+        refusal.contains(
+            "wrong key: none of the 1 signature(s) (0 legacy, 1 bundle) verifies with this key"
+        ),
+        "{refusal}"
+    );
+    assert!(js(repo, &signed_digest, &other_public, &[]).contains("SIGNATURE_ERROR"));
+    let refusal = verify_refused(home, &signed, &[key[0], key[1], "-a", "team=platform"]);
+    assert!(
+        refusal.contains("annotation team missing: the bundle's statement carries no team"),
+        "{refusal}"
+    );
+    assert!(
+        js(repo, &signed_digest, &public, &["team=platform"]).contains("ANNOTATION_MISSING: team")
+    );
+    let refusal = verify_refused(home, &signed, &[key[0], key[1], "-a", "env=dev"]);
+    assert!(
+        refusal.contains("annotation env different: the signature says env=prod, want env=dev"),
+        "{refusal}"
+    );
+    assert!(
+        js(repo, &signed_digest, &public, &["env=dev"]).contains("ANNOTATION_MISMATCH: env=prod")
+    );
+    // The control: both accept the right annotation.
+    ok(verify(home, &signed, &[key[0], key[1], "-a", "env=prod"]));
+    sigstore_js_verifies(&registry, repo, &signed_digest, &public, &["env=prod"]).unwrap();
+
+    // A valid bundle for another module, attached to this one.
+    let repo = "policies/b-moved";
+    let (moved, moved_digest) = push(&registry, home, "og-intersection", repo);
+    let stolen = bundles(&signed)[0].data.clone().unwrap();
+    olm_guard_oci::push_bundle(
+        &olm_guard_oci::PolicyRef::parse(&moved).unwrap(),
+        &moved_digest,
+        &stolen,
+        &options,
+    )
+    .unwrap();
+    let refusal = verify_refused(home, &moved, &key);
+    assert!(
+        refusal.contains(&format!(
+            "the signature is for another digest: its bundle names {signed_digest}"
+        )),
+        "{refusal}"
+    );
+    assert!(js(repo, &moved_digest, &public, &[]).contains("SUBJECT_MISMATCH"));
+
+    // A bundle whose statement was altered after signing (env=prod made
+    // env=dev), attached consistently: its signature no longer verifies.
+    let repo = "policies/b-altered";
+    let (altered, altered_digest) = push(&registry, home, "revision-uniqueness", repo);
+    let mut bundle: serde_json::Value = serde_json::from_slice(&stolen).unwrap();
+    let payload = bundle["dsseEnvelope"]["payload"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let statement = String::from_utf8(base64_decode(&payload)).unwrap();
+    let forged = statement
+        .replace(&signed_digest[7..], &altered_digest[7..])
+        .replace("\"env\":\"prod\"", "\"env\":\"dev\"");
+    assert_ne!(forged, statement);
+    bundle["dsseEnvelope"]["payload"] = base64_encode(forged.as_bytes()).into();
+    olm_guard_oci::push_bundle(
+        &olm_guard_oci::PolicyRef::parse(&altered).unwrap(),
+        &altered_digest,
+        &serde_json::to_vec(&bundle).unwrap(),
+        &options,
+    )
+    .unwrap();
+    let refusal = verify_refused(home, &altered, &key);
+    assert!(
+        refusal.contains("or the signed payload was altered after signing"),
+        "{refusal}"
+    );
+    assert!(js(repo, &altered_digest, &public, &[]).contains("SIGNATURE_ERROR"));
+
+    // A bundle blob changed in the registry's storage (same length): its
+    // bytes no longer match the digest the referrer gives.
+    let repo = "policies/b-tampered";
+    let (tampered, tampered_digest) = push(&registry, home, "aggregation-escalation", repo);
+    sign_as(home, &private, &tampered, &[], "bundle");
+    let stored = bundles(&tampered)[0].data.clone().unwrap();
+    let blob = find_blob(&registry, &stored);
+    let text = String::from_utf8(stored)
+        .unwrap()
+        .replace("mediaType", "mediaTypo");
+    std::fs::write(&blob, text).unwrap();
+    let refusal = verify_refused(home, &tampered, &key);
+    assert!(
+        refusal.contains("tampered bundle referrer: the bytes of sha256:"),
+        "{refusal}"
+    );
+    assert!(js(repo, &tampered_digest, &public, &[]).contains("BLOB_DIGEST_MISMATCH"));
+}
+
+/// The file in the registry's storage holding exactly `bytes`.
+fn find_blob(registry: &Registry, bytes: &[u8]) -> PathBuf {
+    let root = registry
+        .dir
+        .path()
+        .join("storage/docker/registry/v2/blobs/sha256");
+    for prefix in std::fs::read_dir(&root).unwrap() {
+        for blob in std::fs::read_dir(prefix.unwrap().path()).unwrap() {
+            let data = blob.unwrap().path().join("data");
+            if std::fs::read(&data).is_ok_and(|d| d == bytes) {
+                return data;
+            }
+        }
+    }
+    panic!("no blob holds the bundle in {}", root.display());
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .unwrap()
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }

@@ -153,7 +153,7 @@ def scenario(name, request, description, settings=None, **expect):
 
 
 ALLOWED = dict(allowed=True, no_warnings=True, mutated=False)
-DENIED = dict(allowed=False, mutated=False)
+DENIED = dict(allowed=False, no_warnings=True, mutated=False)
 
 
 def denied_for(group, stored_label=False):

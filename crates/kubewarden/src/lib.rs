@@ -2,40 +2,57 @@
 //!
 //! A policy module is one line: [`policy_module!`] registers `validate`,
 //! `validate_batch`, `validate_settings` and `protocol_version` for a rule
-//! `fn(&AdmissionRequest, &Settings, &dyn Cluster) -> Verdict`.
-//! Whatever JSON arrives, the handlers answer with a verdict, never a trap.
+//! `fn(&AdmissionRequest, &Settings, &dyn Cluster) -> Verdict`, whose host
+//! calls may use the host capabilities the module declares and no others
+//! ([`HostCluster`]). Whatever JSON arrives, the handlers answer with a
+//! verdict, never a trap.
 
 use std::collections::BTreeMap;
 
+use olm_guard_core::Verdict;
 use olm_guard_core::evaluate::{check_settings, evaluate_batch_payload, evaluate_payload};
-use olm_guard_core::protocol::{
-    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
-    SubjectAccessReviewStatus,
-};
 use olm_guard_core::settings::PolicySettings;
-use olm_guard_core::{Capability, Cluster, ContextError, ContextErrorKind, Verdict};
 use serde::Serialize;
 use serde_json::Value;
 use wapc_guest::CallResult;
 
+mod host;
+pub use host::{Capabilities, HostCluster, capabilities, holds, undeclared};
+pub use olm_guard_core::Capability;
 pub use olm_guard_core::evaluate::Rule;
 pub use wapc_guest::register_function;
 
 /// Registers the three waPC operations Kubewarden calls, and
-/// `validate_batch`, which only `olm-guard audit` calls.
+/// `validate_batch`, which only `olm-guard audit` calls, for `$rule` with
+/// the host capabilities `host_capabilities` ([`Capability`] variants: the
+/// module's metadata.yml `hostCapabilities`, e.g. `[ListAll, CanI]` for
+/// `kubernetes/list_resources_all` and `kubernetes/can_i`). The module
+/// contains the host calls of those capabilities only; a lookup of another
+/// one fails closed ([`undeclared`]). `olm-guard annotate` refuses a module
+/// whose code uses a capability its metadata does not declare.
+///
+/// ```text
+/// olm_guard_kubewarden::policy_module!(
+///     olm_guard_rules::og_intersection::Settings,
+///     olm_guard_rules::og_intersection::validate,
+///     host_capabilities: [ListAll]
+/// );
+/// ```
 #[macro_export]
 macro_rules! policy_module {
-    ($settings:ty, $rule:path) => {
+    ($settings:ty, $rule:path, host_capabilities: [$($capability:ident),* $(,)?] $(,)?) => {
         /// waPC start-up: registers `validate`, `validate_settings` and
         /// `protocol_version` (called by the host before every operation).
         #[cfg(target_arch = "wasm32")]
         #[unsafe(no_mangle)]
         pub extern "C" fn wapc_init() {
+            const DECLARED: $crate::Capabilities =
+                $crate::capabilities(&[$($crate::Capability::$capability),*]);
             $crate::register_function("validate", |payload| {
-                $crate::validate::<$settings>(payload, $rule)
+                $crate::validate::<$settings, DECLARED>(payload, $rule)
             });
             $crate::register_function("validate_batch", |payload| {
-                $crate::validate_batch::<$settings>(payload, $rule)
+                $crate::validate_batch::<$settings, DECLARED>(payload, $rule)
             });
             $crate::register_function("validate_settings", $crate::validate_settings::<$settings>);
             $crate::register_function("protocol_version", $crate::protocol_version_guest);
@@ -44,22 +61,29 @@ macro_rules! policy_module {
 }
 
 /// The `validate` operation: `{"request": …, "settings": …}` in,
-/// `ValidationResponse` out.
+/// `ValidationResponse` out, with the host capabilities in `DECLARED`.
 /// The evaluation itself is `olm_guard_core::evaluate`, shared with the
 /// native baseline and every other front end.
-pub fn validate<S: PolicySettings>(payload: &[u8], rule: Rule<S>) -> CallResult {
-    let verdict = evaluate_payload(payload, rule, &HostCluster);
+pub fn validate<S: PolicySettings, const DECLARED: Capabilities>(
+    payload: &[u8],
+    rule: Rule<S>,
+) -> CallResult {
+    let verdict = evaluate_payload(payload, rule, &HostCluster::<DECLARED>);
     respond(&response_of(verdict))
 }
 
 /// The `validate_batch` operation: `validate` payloads as JSON Lines in, a
 /// JSON array of `ValidationResponse`s out, one per line in order,
-/// each what `validate` answers for that request alone
+/// each what `validate` answers for that request alone (with the same
+/// host capabilities)
 /// (`olm_guard_core::evaluate::evaluate_batch_payload`). Kubewarden never
 /// calls it; `olm-guard audit` does, so that one instance decodes each list
 /// of an unchanging snapshot once instead of once per stored object.
-pub fn validate_batch<S: PolicySettings>(payload: &[u8], rule: Rule<S>) -> CallResult {
-    let verdicts = evaluate_batch_payload(payload, rule, &HostCluster);
+pub fn validate_batch<S: PolicySettings, const DECLARED: Capabilities>(
+    payload: &[u8],
+    rule: Rule<S>,
+) -> CallResult {
+    let verdicts = evaluate_batch_payload(payload, rule, &HostCluster::<DECLARED>);
     let responses: Vec<ValidationResponse> = verdicts.into_iter().map(response_of).collect();
     respond(&responses)
 }
@@ -122,72 +146,6 @@ pub fn validate_settings<S: PolicySettings>(payload: &[u8]) -> CallResult {
 
 fn respond<T: Serialize>(value: &T) -> CallResult {
     Ok(serde_json::to_vec(value)?)
-}
-
-/// The cluster as the Kubewarden host exposes it (`kubernetes/*` capabilities).
-pub struct HostCluster;
-
-impl HostCluster {
-    fn call<T: Serialize>(
-        &self,
-        capability: Capability,
-        target: String,
-        request: &T,
-    ) -> Result<Vec<u8>, ContextError> {
-        let operation = capability.operation();
-        let payload = serde_json::to_vec(request).map_err(|e| {
-            ContextError::new(
-                ContextErrorKind::InvalidRequest,
-                format!("cannot encode the {operation} request: {e}"),
-            )
-            .on(capability, target.clone())
-        })?;
-        wapc_guest::host_call("kubewarden", "kubernetes", operation, &payload).map_err(|e| {
-            ContextError::from_host(format!(
-                "host capability kubernetes/{operation} failed: {e}"
-            ))
-            .on(capability, target)
-        })
-    }
-}
-
-impl Cluster for HostCluster {
-    fn list_all(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, ContextError> {
-        let target = format!("{}/{}", request.api_version, request.kind);
-        self.call(Capability::ListAll, target, request)
-    }
-
-    fn list_by_namespace(
-        &self,
-        request: &ListResourcesByNamespaceRequest,
-    ) -> Result<Vec<u8>, ContextError> {
-        let target = format!(
-            "{}/{} in namespace \"{}\"",
-            request.api_version, request.kind, request.namespace
-        );
-        self.call(Capability::ListByNamespace, target, request)
-    }
-
-    fn get(&self, request: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
-        let target = format!(
-            "{}/{} \"{}\"",
-            request.api_version, request.kind, request.name
-        );
-        self.call(Capability::Get, target, request)
-    }
-
-    fn can_i(&self, request: &CanIRequest) -> Result<SubjectAccessReviewStatus, ContextError> {
-        let attributes = &request.subject_access_review.resource_attributes;
-        let target = format!("{} {}", attributes.verb, attributes.resource);
-        let bytes = self.call(Capability::CanI, target.clone(), request)?;
-        serde_json::from_slice(&bytes).map_err(|e| {
-            ContextError::new(
-                ContextErrorKind::Decode,
-                format!("the host's can_i answer is not valid: {e}"),
-            )
-            .on(Capability::CanI, target)
-        })
-    }
 }
 
 #[cfg(test)]

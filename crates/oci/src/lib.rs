@@ -38,8 +38,8 @@ pub use auth::{DockerConfig, docker_config_path};
 pub use cache::{Cached, cache_path, default_cache_dir, write_atomically};
 pub use reference::PolicyRef;
 pub use signature::{
-    SignaturePushed, StoredLayer, StoredSignatures, fetch_signatures, fetch_signatures_of,
-    push_signature,
+    BundlePushed, SignFormat, SignaturePushed, Signed, StoredBundle, StoredLayer, StoredSignatures,
+    fetch_signatures, fetch_signatures_of, push_bundle, push_signature, sign,
 };
 
 /// Makes ring the process's rustls crypto provider, once; later calls (and a

@@ -1,5 +1,7 @@
 //! Kubewarden policy metadata (`metadata.yml`, and the `io.kubewarden.metadata`
-//! custom section that `kwctl annotate` embeds), as far as a host uses it.
+//! custom section that `kwctl annotate` embeds), as far as a host uses it,
+//! and the host capabilities a module's code can call, found as `kwctl
+//! annotate` finds them ([`detect_host_capabilities`]).
 //! The format is Kubewarden's `policy_metadata::Metadata`
 //! (kubewarden/policy-evaluator, `src/policy_metadata.rs`).
 
@@ -8,7 +10,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 mod check;
+mod scan;
 pub use check::REQUIRED_ANNOTATIONS;
+pub use scan::{CapabilityMismatch, detect_host_capabilities};
 
 /// The custom section `kwctl annotate` writes the metadata into, as JSON.
 pub const METADATA_SECTION: &str = "io.kubewarden.metadata";

@@ -20,6 +20,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use crypto_secretbox::aead::{Aead, KeyInit};
+use p256::ecdsa::signature::hazmat::PrehashVerifier;
 use p256::ecdsa::signature::{Signer, Verifier};
 use p256::ecdsa::{DerSignature, SigningKey, VerifyingKey};
 use p256::pkcs8::der::{Decode, pem};
@@ -76,7 +77,7 @@ pub enum KeyError {
     },
     /// A public key of another algorithm or curve.
     #[error(
-        "{source_name}: {found}, not ECDSA P-256; olm-guard signs and verifies with P-256 keys as `cosign generate-key-pair` and `olm-guard keygen` write them"
+        "{source_name}: {found}, not ECDSA P-256; olm-guard signs and verifies with P-256 keys, cosign's default: write a pair with `olm-guard keygen` or `cosign generate-key-pair` (no --signing-algorithm, or ecdsa-sha2-256-nistp256)"
     )]
     NotP256 {
         /// The file.
@@ -285,7 +286,7 @@ impl PublicKey {
         if algorithm != EC_PUBLIC_KEY || curve != Some(PRIME256V1) {
             return Err(KeyError::NotP256 {
                 source_name: source_name.to_owned(),
-                found: describe_algorithm(algorithm, curve),
+                found: describe_algorithm(algorithm, curve, "public key"),
             });
         }
         let key = VerifyingKey::from_sec1_bytes(spki.subject_public_key.raw_bytes())
@@ -312,15 +313,40 @@ impl PublicKey {
         self.key.verify(payload, &signature).is_ok()
     }
 
+    /// Whether `signature` (ASN.1 DER ECDSA, standard base64) signs the
+    /// message whose SHA-256 is `digest`: a Sigstore bundle's message
+    /// signature, checked against its `messageDigest` (sigstore/sigstore-rs
+    /// `bundle/verify/verifier.rs`, `verify_bundle_content`, verifies it the
+    /// same way, as a prehash).
+    pub fn verifies_prehash(&self, digest: &[u8], signature: &str) -> bool {
+        let Ok(der) = BASE64.decode(signature.trim()) else {
+            return false;
+        };
+        let Ok(signature) = p256::ecdsa::Signature::from_der(&der) else {
+            return false;
+        };
+        digest.len() == 32 && self.key.verify_prehash(digest, &signature).is_ok()
+    }
+
+    /// The key hint a Sigstore bundle carries in
+    /// `verificationMaterial.publicKey.hint`: standard base64 of the SHA-256
+    /// of the key's DER (SPKI), as cosign's `SignerVerifierKeypair::GetHint`
+    /// and sigstore-go's `EphemeralKeypair` write it.
+    pub fn hint(&self) -> String {
+        BASE64.encode(Sha256::digest(self.spki_der()))
+    }
+
+    fn spki_der(&self) -> Vec<u8> {
+        self.key
+            .to_public_key_der()
+            .map(|d| d.as_bytes().to_vec())
+            .unwrap_or_default()
+    }
+
     /// A short name for messages: the first 16 hex digits of the SHA-256 of
     /// the key's DER (as `ssh-keygen -l` names keys by a digest).
     pub fn fingerprint(&self) -> String {
-        let der = self
-            .key
-            .to_public_key_der()
-            .map(|d| d.as_bytes().to_vec())
-            .unwrap_or_default();
-        let digest = Sha256::digest(&der);
+        let digest = Sha256::digest(self.spki_der());
         digest[..8].iter().map(|b| format!("{b:02x}")).collect()
     }
 }
@@ -331,24 +357,46 @@ impl PartialEq for PublicKey {
     }
 }
 
+/// A P-256 key from PKCS#8 DER; any other algorithm (cosign 2.5 and later
+/// write RSA, Ed25519, P-384 and P-521 keys with `generate-key-pair
+/// --signing-algorithm`, sigstore/cosign `pkg/cosign/keys.go`,
+/// `GenerateKeyPairWithAlgorithm`) is named in the refusal.
 fn private_from_pkcs8(der: &[u8], source_name: &str) -> Result<SigningKey, KeyError> {
-    SigningKey::from_pkcs8_der(der).map_err(|e| KeyError::NotP256 {
-        source_name: source_name.to_owned(),
-        found: format!("a private key that is not ECDSA P-256 ({e})"),
+    SigningKey::from_pkcs8_der(der).map_err(|e| {
+        let found = match p256::pkcs8::PrivateKeyInfoRef::from_der(der) {
+            Ok(info) => {
+                let curve = info
+                    .algorithm
+                    .parameters
+                    .and_then(|p| p.decode_as::<ObjectIdentifier>().ok());
+                describe_algorithm(info.algorithm.oid, curve, "private key")
+            }
+            Err(_) => format!("a private key that is not ECDSA P-256 ({e})"),
+        };
+        KeyError::NotP256 {
+            source_name: source_name.to_owned(),
+            found,
+        }
     })
 }
 
-fn describe_algorithm(algorithm: ObjectIdentifier, curve: Option<ObjectIdentifier>) -> String {
+/// A key's algorithm in words: `an Ed25519 public key`.
+fn describe_algorithm(
+    algorithm: ObjectIdentifier,
+    curve: Option<ObjectIdentifier>,
+    what: &str,
+) -> String {
     match (algorithm.to_string().as_str(), curve.map(|c| c.to_string())) {
-        ("1.2.840.113549.1.1.1", _) => "an RSA public key".into(),
-        ("1.3.101.112", _) => "an Ed25519 public key".into(),
+        ("1.2.840.113549.1.1.1", _) => format!("an RSA {what}"),
+        ("1.3.101.112", _) => format!("an Ed25519 {what}"),
         ("1.2.840.10045.2.1", Some(curve)) => match curve.as_str() {
-            "1.3.132.0.34" => "an ECDSA P-384 public key".into(),
-            "1.3.132.0.35" => "an ECDSA P-521 public key".into(),
-            "1.3.132.0.10" => "an ECDSA secp256k1 public key".into(),
-            other => format!("an EC public key on curve {other}"),
+            "1.2.840.10045.3.1.7" => format!("an ECDSA P-256 {what} that does not parse"),
+            "1.3.132.0.34" => format!("an ECDSA P-384 {what}"),
+            "1.3.132.0.35" => format!("an ECDSA P-521 {what}"),
+            "1.3.132.0.10" => format!("an ECDSA secp256k1 {what}"),
+            other => format!("an EC {what} on curve {other}"),
         },
-        (other, _) => format!("a public key of algorithm {other}"),
+        (other, _) => format!("a {what} of algorithm {other}"),
     }
 }
 
@@ -524,6 +572,18 @@ mod tests {
             .to_string();
         assert!(
             err.starts_with("ed.pub: an Ed25519 public key, not ECDSA P-256"),
+            "{err}"
+        );
+        // An Ed25519 private key, as `cosign generate-key-pair
+        // --signing-algorithm ed25519` holds one (RFC 8410 example key).
+        let ed25519_private = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEINTuctv5E1hK1bbY8fdp+K06/nwoy/HU++CXqI9EdVhC\n-----END PRIVATE KEY-----\n";
+        let err = PrivateKey::from_pem(ed25519_private, "ed.key", None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.starts_with("ed.key: an Ed25519 private key, not ECDSA P-256;")
+                && err.contains("`cosign generate-key-pair` (no --signing-algorithm"),
             "{err}"
         );
         let err = PublicKey::from_pem("hello", "x.pub")

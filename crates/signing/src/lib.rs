@@ -11,8 +11,11 @@
 //! [`SIMPLE_SIGNING_MEDIA_TYPE`], of an OCI manifest tagged
 //! `sha256-<hex>.sig` in the module's repository; the base64 ECDSA
 //! signature of the layer's bytes is its [`SIGNATURE_ANNOTATION`]. Each
-//! further signature is one more layer.
+//! further signature is one more layer. cosign v3 stores a signature as a
+//! Sigstore bundle in an OCI referrer of the module instead ([`bundle`]);
+//! [`verify`] judges both layouts.
 
+pub mod bundle;
 pub mod config;
 pub mod keys;
 pub mod payload;
@@ -21,7 +24,7 @@ pub mod verify;
 pub use config::{ConfigError, VerificationConfig};
 pub use keys::{KeyError, PrivateKey, PublicKey};
 pub use payload::SimpleSigning;
-pub use verify::{Report, SignatureLayer};
+pub use verify::{Layout, Locations, Report, SignatureLayer};
 
 /// The media type of a simple-signing payload layer.
 pub const SIMPLE_SIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";

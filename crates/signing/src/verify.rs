@@ -3,29 +3,70 @@
 //! `crates/policy-fetcher/src/verify/mod.rs`,
 //! `verify_signatures_against_config`): every `allOf` constraint and at
 //! least `minimumMatches` of `anyOf` must each be satisfied by one
-//! signature layer. A `pubKey` constraint is satisfied by a layer whose
-//! signature verifies with the key over the layer's bytes, whose payload
-//! names the module's manifest digest, and which carries every required
-//! annotation (sigstore/sigstore-rs, `src/cosign/signature_layers.rs`
-//! `SignatureLayer::new` and `src/cosign/verification_constraint/`).
+//! signature. A signature comes in one of two layouts ([`Layout`]):
+//!
+//! * legacy: a layer of the `sha256-<hex>.sig` manifest. A `pubKey`
+//!   constraint is satisfied by a layer whose signature verifies with the
+//!   key over the layer's bytes, whose payload names the module's manifest
+//!   digest, and which carries every required annotation in `optional`
+//!   (sigstore/sigstore-rs, `src/cosign/signature_layers.rs`
+//!   `SignatureLayer::new` and `src/cosign/verification_constraint/`);
+//! * bundle: a Sigstore bundle attached as an OCI referrer
+//!   ([`crate::bundle`]). Satisfied by a DSSE envelope that verifies with
+//!   the key over an in-toto statement of cosign's signing predicate whose
+//!   subject is the manifest digest and whose subject annotations hold every
+//!   required annotation, or by a message signature over the manifest
+//!   digest when no annotation is required (a message signature has nowhere
+//!   to carry one).
 //!
 //! Unlike policy-fetcher, which says only which constraints failed, each
-//! failing constraint here says why, from the layer that came closest.
+//! failing constraint here says why, from the signature that came closest,
+//! and every outcome names the layout it came from.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::bundle::{self, Content, Problem};
 use crate::config::{Constraint, Signature, VerificationConfig};
+use crate::keys::PublicKey;
 use crate::payload::SimpleSigning;
 
-/// One layer of a signature manifest, as fetched.
+/// Where a signature is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// A simple-signing layer of the `sha256-<hex>.sig` manifest (cosign
+    /// before v3, and v3 with `--new-bundle-format=false`).
+    Legacy,
+    /// A Sigstore bundle in an OCI referrer of the module (cosign v3).
+    Bundle,
+}
+
+impl Layout {
+    /// How a report names a signature of this layout.
+    fn noun(self) -> &'static str {
+        match self {
+            Layout::Legacy => "legacy signature layer",
+            Layout::Bundle => "bundle referrer",
+        }
+    }
+}
+
+/// One stored signature, as fetched: a layer of the legacy signature
+/// manifest, or a bundle referrer.
 #[derive(Debug, Clone)]
 pub struct SignatureLayer {
-    /// The layer digest the manifest gives.
+    /// Where it came from.
+    pub layout: Layout,
+    /// The layer digest (legacy) or the referrer manifest's digest (bundle).
     pub digest: String,
-    /// The layer's bytes, or `None` when they do not hash to `digest` (the
-    /// layer was altered in the registry).
+    /// The layer's bytes (the simple-signing payload, or the bundle's
+    /// JSON), or `None` when they do not hash to the digest the manifest
+    /// gives (they were altered in the registry).
     pub payload: Option<Vec<u8>>,
-    /// The `dev.cosignproject.cosign/signature` annotation.
+    /// The `dev.cosignproject.cosign/signature` annotation (legacy only; a
+    /// bundle carries its signature inside).
     pub signature: Option<String>,
 }
 
@@ -36,15 +77,29 @@ pub struct Report {
     pub digest: String,
     /// Whether the config is satisfied.
     pub verified: bool,
-    /// Where the signatures were looked for (`…:sha256-<hex>.sig`).
+    /// Where the legacy signatures were looked for (`…:sha256-<hex>.sig`).
     pub signatures: String,
-    /// How many signature layers were found.
+    /// How many legacy signature layers were found.
     pub layers: usize,
+    /// Where the bundles were looked for (the referrers of the digest: the
+    /// referrers API, else the `sha256-<hex>` tag).
+    pub referrers: String,
+    /// How many bundle referrers were found.
+    pub bundles: usize,
     /// Every constraint's outcome, in the config's order.
     pub constraints: Vec<ConstraintReport>,
     /// `anyOf`'s count, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub any_of: Option<AnyOfReport>,
+}
+
+/// Where [`verify`] says the signatures were looked for.
+#[derive(Debug, Clone, Default)]
+pub struct Locations {
+    /// The legacy signature manifest.
+    pub signatures: String,
+    /// The referrers of the digest.
+    pub referrers: String,
 }
 
 /// How `anyOf` fared.
@@ -66,7 +121,11 @@ pub struct ConstraintReport {
     pub constraint: String,
     /// `satisfied`, `refused` or `offline`.
     pub outcome: Outcome,
-    /// For `satisfied` the layer that satisfied it; otherwise why not.
+    /// The layout of the signature that satisfied it, or of the one that
+    /// came closest; none when there was no signature at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<Layout>,
+    /// For `satisfied` the signature that satisfied it; otherwise why not.
     pub detail: String,
 }
 
@@ -74,56 +133,71 @@ pub struct ConstraintReport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
-    /// A layer satisfies it.
+    /// A signature satisfies it.
     Satisfied,
-    /// No layer does.
+    /// No signature does.
     Refused,
     /// A keyless constraint: not checkable without Fulcio and Rekor.
     Offline,
 }
 
-/// Why a layer does not satisfy a `pubKey` constraint, least promising
-/// first: the report gives the layer that came closest.
+/// Why a signature does not satisfy a `pubKey` constraint, least promising
+/// first: the report gives the signature that came closest.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Miss {
     NoSignatureAnnotation,
     WrongKey,
-    Tampered(String),
-    NotSimpleSigning(String),
+    Tampered,
+    Unreadable(String),
+    NotASignature(String),
     OtherDigest(String),
     Annotation(String),
 }
 
 impl Miss {
-    fn describe(&self, layers: usize) -> String {
+    fn describe(&self, closest: &SignatureLayer, layers: &[SignatureLayer]) -> String {
+        let noun = closest.layout.noun();
         match self {
             Miss::NoSignatureAnnotation => {
-                "no layer carries a dev.cosignproject.cosign/signature annotation".into()
+                "no legacy layer carries a dev.cosignproject.cosign/signature annotation".into()
             }
-            Miss::WrongKey => format!(
-                "wrong key: none of the {layers} signature(s) verifies with this key (signed with another key, or the payload was altered after signing)"
+            Miss::WrongKey => {
+                let legacy = layers.iter().filter(|l| l.layout == Layout::Legacy).count();
+                let bundles = layers.len() - legacy;
+                format!(
+                    "wrong key: none of the {} signature(s) ({legacy} legacy, {bundles} bundle) verifies with this key (signed with another key, or the signed payload was altered after signing)",
+                    layers.len()
+                )
+            }
+            Miss::Tampered => format!(
+                "tampered {noun}: the bytes of {} do not match its digest",
+                closest.digest
             ),
-            Miss::Tampered(digest) => {
-                format!("tampered layer: the bytes of layer {digest} do not match its digest")
-            }
-            Miss::NotSimpleSigning(reason) => {
-                format!("the signed payload is not a simple-signing document ({reason})")
-            }
-            Miss::OtherDigest(digest) => {
-                format!("the signature is for another digest: its payload names {digest}")
-            }
-            Miss::Annotation(reason) => reason.clone(),
+            Miss::Unreadable(reason) => format!("{noun} {}: {reason}", closest.digest),
+            Miss::NotASignature(predicate) => format!(
+                "{noun} {} is an attestation of predicate {predicate}, not a cosign image signature ({})",
+                closest.digest,
+                bundle::SIGN_PREDICATE_TYPE
+            ),
+            Miss::OtherDigest(digest) => format!(
+                "the signature is for another digest: its {} names {digest}",
+                match closest.layout {
+                    Layout::Legacy => "payload",
+                    Layout::Bundle => "bundle",
+                }
+            ),
+            Miss::Annotation(reason) => format!("{reason} ({noun} {})", closest.digest),
         }
     }
 }
 
-/// Judge `layers` (the signature manifest's, empty when there is none)
-/// against `config` for the module of manifest `digest`; `signatures` names
+/// Judge `layers` (legacy layers and bundles, empty when there are none)
+/// against `config` for the module of manifest `digest`; `locations` names
 /// where they were looked for.
 pub fn verify(
     config: &VerificationConfig,
     digest: &str,
-    signatures: &str,
+    locations: &Locations,
     layers: &[SignatureLayer],
 ) -> Report {
     let mut constraints = Vec::new();
@@ -146,21 +220,25 @@ pub fn verify(
             minimum_matches: any_of.minimum_matches,
         }
     });
+    let legacy = layers.iter().filter(|l| l.layout == Layout::Legacy).count();
     Report {
         digest: digest.to_owned(),
         verified,
-        signatures: signatures.to_owned(),
-        layers: layers.len(),
+        signatures: locations.signatures.clone(),
+        layers: legacy,
+        referrers: locations.referrers.clone(),
+        bundles: layers.len() - legacy,
         constraints,
         any_of,
     }
 }
 
 fn judge(constraint: &Constraint, digest: &str, layers: &[SignatureLayer]) -> ConstraintReport {
-    let report = |outcome, detail: String| ConstraintReport {
+    let report = |outcome, layout, detail: String| ConstraintReport {
         location: constraint.location.clone(),
         constraint: constraint.signature.to_string(),
         outcome,
+        layout,
         detail,
     };
     let Signature::PubKey {
@@ -169,54 +247,82 @@ fn judge(constraint: &Constraint, digest: &str, layers: &[SignatureLayer]) -> Co
     else {
         return report(
             Outcome::Offline,
+            None,
             "keyless signatures are not verifiable offline: they need Fulcio's certificate chain and Rekor's log on the internet (check them with kwctl verify or policy-server)".into(),
         );
     };
     if layers.is_empty() {
         return report(
             Outcome::Refused,
-            "no signature: the module is unsigned".into(),
+            None,
+            "no signature: the module is unsigned (no legacy .sig manifest layer, no bundle referrer)"
+                .into(),
         );
     }
-    let mut closest: Option<Miss> = None;
+    let mut closest: Option<(Miss, &SignatureLayer)> = None;
     for layer in layers {
         let miss = match check(layer, key, annotations, digest) {
-            Ok(()) => {
+            Ok(what) => {
                 return report(
                     Outcome::Satisfied,
-                    format!("signature layer {}", layer.digest),
+                    Some(layer.layout),
+                    format!("{} {}{what}", layer.layout.noun(), layer.digest),
                 );
             }
             Err(miss) => miss,
         };
-        if closest.as_ref().is_none_or(|c| miss > *c) {
-            closest = Some(miss);
+        if closest.as_ref().is_none_or(|(c, _)| miss > *c) {
+            closest = Some((miss, layer));
         }
     }
-    let detail = closest
-        .map(|m| m.describe(layers.len()))
-        .unwrap_or_default();
-    report(Outcome::Refused, detail)
+    match closest {
+        Some((miss, layer)) => report(
+            Outcome::Refused,
+            Some(layer.layout),
+            miss.describe(layer, layers),
+        ),
+        None => report(Outcome::Refused, None, String::new()),
+    }
 }
 
+/// `Ok` with words to add to the satisfied detail, or why not.
 fn check(
     layer: &SignatureLayer,
-    key: &crate::keys::PublicKey,
-    annotations: &std::collections::BTreeMap<String, String>,
+    key: &PublicKey,
+    annotations: &BTreeMap<String, String>,
     digest: &str,
-) -> Result<(), Miss> {
+) -> Result<String, Miss> {
     let Some(payload) = &layer.payload else {
-        return Err(Miss::Tampered(layer.digest.clone()));
+        return Err(Miss::Tampered);
     };
-    let signature = layer
-        .signature
-        .as_deref()
-        .ok_or(Miss::NoSignatureAnnotation)?;
+    match layer.layout {
+        Layout::Legacy => check_legacy(
+            payload,
+            layer.signature.as_deref(),
+            key,
+            annotations,
+            digest,
+        ),
+        Layout::Bundle => check_bundle(payload, key, annotations, digest),
+    }
+}
+
+fn check_legacy(
+    payload: &[u8],
+    signature: Option<&str>,
+    key: &PublicKey,
+    annotations: &BTreeMap<String, String>,
+    digest: &str,
+) -> Result<String, Miss> {
+    let signature = signature.ok_or(Miss::NoSignatureAnnotation)?;
     if !key.verifies(payload, signature) {
         return Err(Miss::WrongKey);
     }
-    let signed: SimpleSigning =
-        serde_json::from_slice(payload).map_err(|e| Miss::NotSimpleSigning(e.to_string()))?;
+    let signed: SimpleSigning = serde_json::from_slice(payload).map_err(|e| {
+        Miss::Unreadable(format!(
+            "the signed payload is not a simple-signing document ({e})"
+        ))
+    })?;
     let signed_digest = &signed.critical.image.docker_manifest_digest;
     if signed_digest != digest {
         return Err(Miss::OtherDigest(signed_digest.clone()));
@@ -225,7 +331,7 @@ fn check(
         match signed.annotation(name) {
             None => {
                 return Err(Miss::Annotation(format!(
-                    "annotation {name} missing: the signature carries no {name} (want {name}={want})"
+                    "annotation {name} missing: the signature carries no {name} in its payload's optional (want {name}={want})"
                 )));
             }
             Some(value) if value != *want => {
@@ -236,7 +342,47 @@ fn check(
             Some(_) => {}
         }
     }
-    Ok(())
+    Ok(String::new())
+}
+
+fn check_bundle(
+    bytes: &[u8],
+    key: &PublicKey,
+    annotations: &BTreeMap<String, String>,
+    digest: &str,
+) -> Result<String, Miss> {
+    let opened = bundle::open(bytes, key, digest).map_err(|p| match p {
+        Problem::WrongKey => Miss::WrongKey,
+        Problem::Unreadable(reason) => Miss::Unreadable(reason),
+        Problem::NotASignature(predicate) => Miss::NotASignature(predicate),
+    })?;
+    if !opened.digests.iter().any(|d| d == digest) {
+        return Err(Miss::OtherDigest(opened.digests.join(", ")));
+    }
+    let Some(signed) = opened.annotations else {
+        if let Some((name, want)) = annotations.iter().next() {
+            return Err(Miss::Annotation(format!(
+                "annotation {name} cannot be checked: a message-signature bundle signs only a digest and has nowhere to carry annotations (want {name}={want}); sign in the legacy layout or as a DSSE bundle (olm-guard sign, cosign sign) to carry them"
+            )));
+        }
+        return Ok(format!(" ({})", Content::Message.as_str()));
+    };
+    for (name, want) in annotations {
+        match signed.get(name) {
+            None => {
+                return Err(Miss::Annotation(format!(
+                    "annotation {name} missing: the bundle's statement carries no {name} in its subject annotations (want {name}={want})"
+                )));
+            }
+            Some(value) if value != want => {
+                return Err(Miss::Annotation(format!(
+                    "annotation {name} different: the signature says {name}={value}, want {name}={want}"
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(format!(" ({})", Content::Dsse.as_str()))
 }
 
 impl Report {
@@ -295,6 +441,7 @@ mod tests {
             .collect();
         let payload = SimpleSigning::new("h/r", digest, &annotations).to_bytes();
         SignatureLayer {
+            layout: Layout::Legacy,
             digest: "sha256:layer".into(),
             signature: Some(key.sign(&payload)),
             payload: Some(payload),
@@ -319,7 +466,7 @@ mod tests {
         let other = key();
         let good = layer(&signer, DIGEST, &[("env", "prod")]);
         let verdict = |config: &VerificationConfig, layers: &[SignatureLayer]| {
-            let report = verify(config, DIGEST, "x", layers);
+            let report = verify(config, DIGEST, &Locations::default(), layers);
             (report.verified, report.constraints[0].detail.clone())
         };
         assert!(verdict(&config(&signer, &[]), std::slice::from_ref(&good)).0);
@@ -347,7 +494,7 @@ mod tests {
                     payload: None,
                     ..good.clone()
                 }],
-                "tampered layer",
+                "tampered legacy signature layer: the bytes of sha256:layer",
             ),
         ];
         for (config, layers, want) in cases {
@@ -381,7 +528,12 @@ mod tests {
             pem(&b)
         );
         let config = VerificationConfig::parse(&text, "v.yml").unwrap();
-        let one = verify(&config, DIGEST, "x", &[layer(&a, DIGEST, &[])]);
+        let one = verify(
+            &config,
+            DIGEST,
+            &Locations::default(),
+            &[layer(&a, DIGEST, &[])],
+        );
         assert!(!one.verified);
         assert!(
             one.refusal()
@@ -397,10 +549,92 @@ mod tests {
         let both = verify(
             &config,
             DIGEST,
-            "x",
+            &Locations::default(),
             &[layer(&a, DIGEST, &[]), layer(&b, DIGEST, &[])],
         );
         assert!(both.verified);
         assert_eq!(both.constraints[2].outcome, Outcome::Offline);
+    }
+
+    fn bundle_layer(
+        key: &PrivateKey,
+        digest: &str,
+        annotations: &[(&str, &str)],
+    ) -> SignatureLayer {
+        let annotations: BTreeMap<String, String> = annotations
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        SignatureLayer {
+            layout: Layout::Bundle,
+            digest: "sha256:referrer".into(),
+            payload: Some(crate::bundle::sign(key, digest, &annotations)),
+            signature: None,
+        }
+    }
+
+    #[test]
+    fn bundles_are_judged_and_named() {
+        let signer = key();
+        let other = key();
+        let hex_digest = format!("sha256:{}", "a".repeat(64));
+        let good = bundle_layer(&signer, &hex_digest, &[("env", "prod")]);
+        let verdict = |config: &VerificationConfig, layers: &[SignatureLayer]| {
+            let report = verify(config, &hex_digest, &Locations::default(), layers);
+            (report.verified, report.constraints[0].clone(), report)
+        };
+        let (ok, c, report) = verdict(
+            &config(&signer, &[("env", "prod")]),
+            std::slice::from_ref(&good),
+        );
+        assert!(ok, "{}", c.detail);
+        assert_eq!(c.layout, Some(Layout::Bundle));
+        assert_eq!(c.detail, "bundle referrer sha256:referrer (dsse-envelope)");
+        assert_eq!((report.layers, report.bundles), (0, 1));
+        let cases: [(VerificationConfig, Vec<SignatureLayer>, &str); 4] = [
+            (
+                config(&other, &[]),
+                vec![good.clone()],
+                "wrong key: none of the 1 signature(s) (0 legacy, 1 bundle)",
+            ),
+            (
+                config(&signer, &[]),
+                vec![bundle_layer(
+                    &signer,
+                    &format!("sha256:{}", "b".repeat(64)),
+                    &[],
+                )],
+                "the signature is for another digest: its bundle names sha256:bbbb",
+            ),
+            (
+                config(&signer, &[("team", "a")]),
+                vec![good.clone()],
+                "annotation team missing: the bundle's statement carries no team",
+            ),
+            (
+                config(&signer, &[]),
+                vec![SignatureLayer {
+                    payload: None,
+                    ..good.clone()
+                }],
+                "tampered bundle referrer: the bytes of sha256:referrer",
+            ),
+        ];
+        for (config, layers, want) in cases {
+            let (verified, c, _) = verdict(&config, &layers);
+            assert!(!verified, "{want}");
+            assert_eq!(c.layout, Some(Layout::Bundle));
+            assert!(c.detail.starts_with(want), "{}\nwant: {want}", c.detail);
+        }
+        // Both layouts beside each other: the legacy one satisfies a key the
+        // bundle does not, and the verdict says which.
+        let legacy = SignatureLayer {
+            digest: "sha256:layer".into(),
+            ..layer(&other, &hex_digest, &[])
+        };
+        let (ok, c, report) = verdict(&config(&other, &[]), &[good.clone(), legacy]);
+        assert!(ok);
+        assert_eq!(c.layout, Some(Layout::Legacy));
+        assert_eq!((report.layers, report.bundles), (1, 1));
     }
 }

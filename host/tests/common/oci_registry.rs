@@ -15,8 +15,10 @@ use tempfile::TempDir;
 use super::root;
 
 /// Where `docker-registry` is, installing it with `scripts/test-deps.sh`
-/// when it can.
-pub fn registry_binary() -> Option<PathBuf> {
+/// when it can; a test that needs it fails without it, in one line that
+/// says how to install it (a registry test that passed by skipping would
+/// prove nothing).
+pub fn registry_binary() -> PathBuf {
     let find = || {
         std::env::var_os("PATH")
             .into_iter()
@@ -26,19 +28,16 @@ pub fn registry_binary() -> Option<PathBuf> {
             .find(|path| path.is_file())
     };
     if let Some(found) = find() {
-        return Some(found);
+        return found;
     }
     // The Makefile runs it before the tests; a bare `cargo test` gets the
     // same chance.
     let _ = Command::new(root().join("scripts/test-deps.sh")).status();
-    let found = find();
-    if found.is_none() {
-        eprintln!(
-            "skipping: docker-registry (the CNCF distribution registry) is not installed; \
-             install it with scripts/test-deps.sh (apt-get install -y docker-registry, as root)"
-        );
-    }
-    found
+    find().unwrap_or_else(|| {
+        panic!(
+            "docker-registry (the CNCF distribution registry) is not installed: run scripts/test-deps.sh as root, or apt-get install -y docker-registry"
+        )
+    })
 }
 
 /// A registry process; killed when dropped.
@@ -60,10 +59,9 @@ impl Drop for Registry {
 }
 
 impl Registry {
-    /// Start one, serving TLS with a test CA when `tls`; `None` (after
-    /// saying why) when docker-registry is not installed.
-    pub fn start(tls: bool) -> Option<Registry> {
-        let binary = registry_binary()?;
+    /// Start one, serving TLS with a test CA when `tls`.
+    pub fn start(tls: bool) -> Registry {
+        let binary = registry_binary();
         let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -117,7 +115,7 @@ impl Registry {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Some(registry)
+        registry
     }
 
     /// What it logged.

@@ -2,5 +2,7 @@
 
 olm_guard_kubewarden::policy_module!(
     olm_guard_rules::catalog_union::Settings,
-    olm_guard_rules::catalog_union::validate
+    olm_guard_rules::catalog_union::validate,
+    // metadata.yml's hostCapabilities; `olm-guard annotate` checks they agree.
+    host_capabilities: []
 );

@@ -2,5 +2,7 @@
 
 olm_guard_kubewarden::policy_module!(
     olm_guard_rules::revision_uniqueness::Settings,
-    olm_guard_rules::revision_uniqueness::validate
+    olm_guard_rules::revision_uniqueness::validate,
+    // metadata.yml's hostCapabilities; `olm-guard annotate` checks they agree.
+    host_capabilities: [ListAll]
 );

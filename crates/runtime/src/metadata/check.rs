@@ -94,7 +94,7 @@ const SEVERITIES: &[&str] = &["low", "medium", "high", "critical", "info"];
 
 /// Every host capability policy-server knows (`host_capabilities.rs`,
 /// `CAPABILITY_TREE`), as full paths.
-const CAPABILITIES: &[&str] = &[
+pub(super) const CAPABILITIES: &[&str] = &[
     "oci/v1/verify",
     "oci/v1/manifest_digest",
     "oci/v1/oci_manifest",
