@@ -158,7 +158,7 @@ fn deploy_native_spec_group_is_what_scaffold_vap_writes_for_it() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let steps: Vec<&str> = stderr
         .lines()
-        .filter(|l| l.contains(".crd-patch-"))
+        .filter(|l| l.starts_with("group-authorization.crd-patch-"))
         .collect();
     assert_eq!(steps.len(), 3, "{stderr}");
     assert!(steps[0].starts_with("group-authorization.crd-patch-1-field.json: first"));
