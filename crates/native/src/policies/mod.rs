@@ -116,6 +116,27 @@ pub struct Native {
     pub checks: &'static [Check],
 }
 
+impl Native {
+    /// The same policies for a first look on a cluster (`scaffold vap
+    /// --actions warn`): every binding that denies warns and audits instead
+    /// (`validationActions: [Warn, Audit]`), so that a request the policy
+    /// would deny is admitted with a warning to its client and an
+    /// annotation in the API server's audit log
+    /// (`validation.policy.admission.k8s.io/validation_failure`). Bindings
+    /// that only warn stay as they are; CRD patches are left out, since a
+    /// schema has no warn-only mode.
+    pub fn warn_only(mut self) -> Native {
+        for bound in &mut self.policies {
+            let actions = &mut bound.binding.spec.validation_actions;
+            if actions.iter().any(|a| a == "Deny") {
+                *actions = vec!["Warn".into(), "Audit".into()];
+            }
+        }
+        self.schema_patches.clear();
+        self
+    }
+}
+
 /// Why no native form can be written.
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
