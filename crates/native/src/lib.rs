@@ -7,6 +7,7 @@ pub mod crd;
 pub mod model;
 pub mod policies;
 pub mod render;
+pub mod schema;
 pub mod strings;
 pub mod values;
 
