@@ -489,10 +489,11 @@ fn evaluate_bound(
         .collect()
 }
 
-/// The names of one evaluation, as `activation.go` binds them.
-fn bindings(request: &Json, param: &Json, authorizer: Option<&Value>) -> Bindings {
+/// The names of one evaluation without the authorizer, as `activation.go`
+/// binds them for message expressions.
+fn bindings(request: &Json, param: &Json) -> Bindings {
     let null = Json::Null;
-    let mut bound = vec![
+    Bindings(vec![
         ("object", to_cel(request.get("object").unwrap_or(&null))),
         (
             "oldObject",
@@ -503,11 +504,7 @@ fn bindings(request: &Json, param: &Json, authorizer: Option<&Value>) -> Binding
         ("request", to_cel(&without_nulls(request))),
         ("params", to_cel(param)),
         ("namespaceObject", Value::Null),
-    ];
-    if let Some(authorizer) = authorizer {
-        bound.push(("authorizer", authorizer.clone()));
-    }
-    Bindings(bound)
+    ])
 }
 
 /// `validator.go`'s `Validate` on one param.
@@ -519,7 +516,9 @@ fn validate(
     model: CostModel,
 ) -> EvaluationReport {
     let spec = &compiled.bound.policy.spec;
-    let with_authorizer = bindings(request, param, Some(authorizer));
+    let without_authorizer = bindings(request, param);
+    let mut with_authorizer = Bindings(without_authorizer.0.clone());
+    with_authorizer.0.push(("authorizer", authorizer.clone()));
     let mut report = EvaluationReport {
         conditions_matched: true,
         match_conditions_cost: 0,
@@ -606,7 +605,6 @@ fn validate(
 
     // Every message expression, whatever the validations decided, without
     // the authorizer, in a fresh composition context.
-    let without_authorizer = bindings(request, param, None);
     let composition = Composition::new(&without_authorizer, compiled, model, Phase::Messages);
     let expressions: Vec<(String, &str, Option<&Program>)> = compiled
         .messages

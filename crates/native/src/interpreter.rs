@@ -377,33 +377,35 @@ impl<'a> Interpreter<'a> {
             self.charge(1)?;
             return Ok(Ok(Value::Bool(!matches!(value, Ok(Value::Bool(false))))));
         }
-        if self.model.optimize && call.target.is_none() && call.args.len() == 2 && name == "@in" {
-            if let Expr::List(list) = &call.args[1].expr
-                && list
-                    .elements
-                    .iter()
-                    .all(|e| matches!(e.expr, Expr::Literal(_)))
-                && list.elements.iter().all(|e| {
-                    !matches!(
-                        e.expr,
-                        Expr::Literal(LiteralValue::Bytes(_) | LiteralValue::Null)
-                    )
-                })
-            {
-                // cel-go's optimiser turns `x in [constants]` into a set
-                // lookup that costs only `x` (an empty list: false, `x`
-                // unevaluated).
-                if list.elements.is_empty() {
-                    return Ok(Ok(Value::Bool(false)));
-                }
-                let needle = self.eval(&call.args[0])?;
-                return Ok(needle.map(|n| {
-                    Value::Bool(list.elements.iter().any(|e| match &e.expr {
-                        Expr::Literal(l) => literal_value(l) == n,
-                        _ => false,
-                    }))
-                }));
+        if self.model.optimize
+            && call.target.is_none()
+            && call.args.len() == 2
+            && name == "@in"
+            && let Expr::List(list) = &call.args[1].expr
+            && list
+                .elements
+                .iter()
+                .all(|e| matches!(e.expr, Expr::Literal(_)))
+            && list.elements.iter().all(|e| {
+                !matches!(
+                    e.expr,
+                    Expr::Literal(LiteralValue::Bytes(_) | LiteralValue::Null)
+                )
+            })
+        {
+            // cel-go's optimiser turns `x in [constants]` into a set
+            // lookup that costs only `x` (an empty list: false, `x`
+            // unevaluated).
+            if list.elements.is_empty() {
+                return Ok(Ok(Value::Bool(false)));
             }
+            let needle = self.eval(&call.args[0])?;
+            return Ok(needle.map(|n| {
+                Value::Bool(list.elements.iter().any(|e| match &e.expr {
+                    Expr::Literal(l) => literal_value(l) == n,
+                    _ => false,
+                }))
+            }));
         }
         if self.model.optimize
             && call.target.is_none()
@@ -758,10 +760,12 @@ fn comparable(l: &Value, r: &Value) -> bool {
         )
 }
 
+/// Compiled patterns (or why they do not compile), by pattern.
+type RegexCache = HashMap<String, Result<Arc<regex::Regex>, String>>;
+
 /// `string.matches(pattern)`: RE2 syntax, matching anywhere in the string.
 fn matches(text: &str, pattern: &str) -> Out {
-    static CACHE: OnceLock<Mutex<HashMap<String, Result<Arc<regex::Regex>, String>>>> =
-        OnceLock::new();
+    static CACHE: OnceLock<Mutex<RegexCache>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let compiled = {
         let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());

@@ -15,8 +15,8 @@ use olm_guard_core::protocol::ResourceAttributes;
 use olm_guard_native::admission::{
     Action, Evaluation, OUT_OF_BUDGET, Options, Outcome, Params, Phase, Policies, evaluate,
 };
-use olm_guard_native::cost::KubernetesVersion;
 use olm_guard_native::authorizer::{Authorize, AuthorizerError};
+use olm_guard_native::cost::KubernetesVersion;
 use olm_guard_native::model::{
     BoundPolicy, MatchResources, ParamKind, ParamRef, PolicySpec, Validation, named, rule_for,
 };
@@ -329,7 +329,11 @@ fn a_policy_with_params_is_evaluated_once_per_param() {
     assert_eq!(outcome, Outcome::Allowed { warnings: vec![] });
 }
 
-fn detailed(policies: &[BoundPolicy], request: &Value, options: Options) -> olm_guard_native::Report {
+fn detailed(
+    policies: &[BoundPolicy],
+    request: &Value,
+    options: Options,
+) -> olm_guard_native::Report {
     Policies::compile(policies).unwrap().evaluate_detailed(
         request,
         Arc::new(Fake::default()),
@@ -341,18 +345,26 @@ fn detailed(policies: &[BoundPolicy], request: &Value, options: Options) -> olm_
 #[test]
 fn the_cost_of_an_evaluation_is_reported_as_cel_go_counts_it() {
     // `size`: has(object.spec) 1 (its qualifier; has() itself is free on
-    // the API server) + object.spec.size 3 = 4; the validation: variables.size
-    // 2 + `<` 1 = 3.
+    // the API server), and the branch taken, object.spec.size, 2 (a branch
+    // of `?:` is resolved, not evaluated: its qualifiers only) = 3; the
+    // validation: variables.size 2 + `<` 1 = 3.
     let p = [policy(vec![check("variables.size < 3")], &["Deny"])];
-    let report = detailed(&p, &request("CREATE", json!({"spec": {"size": 1}}), "alice"), Options::default());
+    let report = detailed(
+        &p,
+        &request("CREATE", json!({"spec": {"size": 1}}), "alice"),
+        Options::default(),
+    );
     let evaluation = &report.policies[0].evaluations[0];
-    assert_eq!(evaluation.cost, 7);
+    assert_eq!(evaluation.cost, 6);
     let costs: Vec<(&str, u64)> = evaluation
         .expressions
         .iter()
         .map(|e| (e.field.as_str(), e.cost))
         .collect();
-    assert_eq!(costs, [("variables.size", 4), ("validations[0].expression", 3)]);
+    assert_eq!(
+        costs,
+        [("variables.size", 3), ("validations[0].expression", 3)]
+    );
     assert_eq!(evaluation.decisions[0].action, Action::Admit);
 }
 
@@ -426,18 +438,32 @@ fn every_message_runs_on_the_budget_the_validations_left() {
     let evaluation = &report.policies[0].evaluations[0];
     let exhausted = evaluation.out_of_budget.as_ref().expect("out of budget");
     assert_eq!(
-        (exhausted.phase, exhausted.field.as_str(), exhausted.remaining),
+        (
+            exhausted.phase,
+            exhausted.field.as_str(),
+            exhausted.remaining
+        ),
         (Phase::Messages, "validations[0].messageExpression", 279_916)
     );
     assert_eq!(evaluation.decisions.len(), 12);
-    assert!(evaluation.decisions.iter().all(|d| d.evaluation == Evaluation::Error
-        && d.message == format!("failed messageExpression: {OUT_OF_BUDGET}")));
-    assert!(denied(&report.outcome).ends_with(&format!("failed messageExpression: {OUT_OF_BUDGET}")));
+    assert!(
+        evaluation
+            .decisions
+            .iter()
+            .all(|d| d.evaluation == Evaluation::Error
+                && d.message == format!("failed messageExpression: {OUT_OF_BUDGET}"))
+    );
+    assert!(
+        denied(&report.outcome).ends_with(&format!("failed messageExpression: {OUT_OF_BUDGET}"))
+    );
     // Thirteen validations run out before any message: one decision.
     let (p, r) = expensive(13, true);
     let report = detailed(&p, &r, Options::default());
     let evaluation = &report.policies[0].evaluations[0];
-    assert_eq!(evaluation.out_of_budget.as_ref().unwrap().phase, Phase::Validations);
+    assert_eq!(
+        evaluation.out_of_budget.as_ref().unwrap().phase,
+        Phase::Validations
+    );
     assert_eq!(evaluation.decisions.len(), 1);
     assert!(denied(&report.outcome).ends_with(OUT_OF_BUDGET));
 }
@@ -451,7 +477,10 @@ fn a_check_costs_350000_from_kubernetes_1_32_and_1_before() {
     let r = request("CREATE", json!({}), "alice");
     for minor in [32, 33, 34] {
         let report = detailed(&p, &r, Options::version(KubernetesVersion::new(minor)));
-        assert!(denied(&report.outcome).contains("actual cost limit exceeded"), "1.{minor}");
+        assert!(
+            denied(&report.outcome).contains("actual cost limit exceeded"),
+            "1.{minor}"
+        );
         let expression = &report.policies[0].evaluations[0].expressions[0];
         assert!(expression.over_limit);
         // Stopped at the third check: 3 × (1 + 1 + 1) + 2 × 350,001 + 350,000.
@@ -460,10 +489,17 @@ fn a_check_costs_350000_from_kubernetes_1_32_and_1_before() {
     for minor in [30, 31] {
         let version = KubernetesVersion::new(minor);
         let report = detailed(&p, &r, Options::version(version));
-        assert_eq!(report.outcome, Outcome::Allowed { warnings: vec![] }, "1.{minor}");
+        assert_eq!(
+            report.outcome,
+            Outcome::Allowed { warnings: vec![] },
+            "1.{minor}"
+        );
         assert_eq!(report.policies[0].evaluations[0].cost, 15);
         // The beta gate turned on: as 1.32.
-        let strict = Options { version, strict_cost: Some(true) };
+        let strict = Options {
+            version,
+            strict_cost: Some(true),
+        };
         assert!(denied(&detailed(&p, &r, strict).outcome).contains("actual cost limit exceeded"));
     }
 }

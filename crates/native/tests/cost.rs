@@ -21,6 +21,9 @@ use olm_guard_native::cost::CostModel;
 use olm_guard_native::interpreter::{Bindings, COST_LIMIT_EXCEEDED, Interpreter};
 use olm_guard_native::values::to_cel;
 
+/// Named JSON inputs of an expression.
+type Vars = Vec<(&'static str, Json)>;
+
 /// 500 letters, as cel-go's `randSeq(500)` (only the length matters).
 fn letters(n: usize) -> String {
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -54,7 +57,7 @@ fn cost(expression: &str, model: CostModel, vars: &[(&'static str, Json)]) -> u6
 fn cel_go_runtime_cost_test_figures() {
     let m = CostModel::cel_go_default();
     let long = letters(500);
-    let cases: Vec<(&str, Vec<(&'static str, Json)>, u64)> = vec![
+    let cases: Vec<(&str, Vars, u64)> = vec![
         (r#""Hello World!""#, vec![], 0),
         ("input", vec![("input", json!([1, 2]))], 1),
         ("input['key']", vec![("input", json!({"key": "v"}))], 2),
