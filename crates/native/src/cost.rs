@@ -38,10 +38,12 @@
 //! Where cel-go cannot be followed exactly, [`crate::interpreter`] counts
 //! more, never less: `startsWith`/`endsWith` are charged for the longer of
 //! receiver and argument (cel-go charged the receiver, newer releases the
-//! argument), `has()` on something that is not a variable's field costs 1
-//! more than cel-go charges, and a map is iterated in an order of its own
-//! (cel-go's is Go's random map order, so the short-circuit point of
-//! `all`/`exists` over a map differs run to run there too).
+//! argument: at most `ceil(length / 10)` more); after an error value cel-go
+//! stops building a list or map, or evaluating the arguments of a call of
+//! three or more, where the rest is still evaluated and charged here (only
+//! in an expression that fails anyway); and a map is iterated in an order
+//! of its own (cel-go's is Go's random map order, so the short-circuit
+//! point of `all`/`exists` over a map differs run to run there too).
 
 use cel::Value;
 
