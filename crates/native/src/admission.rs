@@ -165,6 +165,9 @@ pub struct OutOfBudget {
     pub field: String,
     /// What was left before it.
     pub remaining: u64,
+    /// What it cost, with the variables it read first: more than
+    /// `remaining`.
+    pub needed: u64,
 }
 
 /// What a decision does to the request.
@@ -692,6 +695,7 @@ fn for_input(
                 phase: composition.phase,
                 field: field.clone(),
                 remaining,
+                needed: variables.saturating_add(own),
             });
             return Run {
                 results: None,

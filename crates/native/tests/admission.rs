@@ -441,9 +441,15 @@ fn every_message_runs_on_the_budget_the_validations_left() {
         (
             exhausted.phase,
             exhausted.field.as_str(),
-            exhausted.remaining
+            exhausted.remaining,
+            exhausted.needed
         ),
-        (Phase::Messages, "validations[0].messageExpression", 279_916)
+        (
+            Phase::Messages,
+            "validations[0].messageExpression",
+            279_916,
+            810_006
+        )
     );
     assert_eq!(evaluation.decisions.len(), 12);
     assert!(
