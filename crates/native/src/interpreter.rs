@@ -139,10 +139,9 @@ impl<'a> Interpreter<'a> {
         match &e.expr {
             Expr::Literal(literal) => Ok(Ok(literal_value(literal))),
             Expr::Ident(_) | Expr::Select(_) => self.chain(e, true),
-            Expr::Call(call) => match call.func_name.as_str() {
-                "_[_]" | "_?_:_" if call.target.is_none() => self.chain(e, true),
-                _ => self.call(call),
-            },
+            // An index or a conditional (with its arity): an attribute.
+            Expr::Call(_) if is_attribute(e) => self.chain(e, true),
+            Expr::Call(call) => self.call(call),
             Expr::List(list) => {
                 let constant = self.model.optimize && list.elements.iter().all(is_constant);
                 let mut items = Vec::with_capacity(list.elements.len());
