@@ -13,7 +13,7 @@ use olm_guard_rbac::{ClusterRole, RBAC_GROUP, from_json};
 use olm_guard_rules::aggregation_escalation::{Mode, Settings};
 use serde_json::Value as Json;
 
-use super::{Check, Enforcement, GenerateError, Native, cel_string, object_shape, user_text};
+use super::{Check, Enforcement, GenerateError, Native, cel_string, user_text};
 use crate::model::{BoundPolicy, MatchResources, PolicySpec, Validation, named, rule_for};
 
 /// The rule's name.
@@ -162,10 +162,15 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
                      module",
         });
     }
+    let fed_names: Vec<&(String, Vec<LabelSelector>)> = aggregators
+        .iter()
+        .filter(|(name, _)| !settings.allow_feeding.contains(name))
+        .collect();
+    // The aggregated roles whose selectors match `labels` (a CEL map), by
+    // name: the module's `fed_by`.
     let fed = |labels: &str| -> String {
-        let entries: Vec<String> = aggregators
+        let entries: Vec<String> = fed_names
             .iter()
-            .filter(|(name, _)| !settings.allow_feeding.contains(name))
             .map(|(name, selectors)| {
                 let any = selectors
                     .iter()
@@ -181,49 +186,21 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
             entries.join(" + ")
         }
     };
-    let labels_of = |x: &str| {
-        format!(
-            "({x} != null && has({x}.metadata) && {x}.metadata != null && \
-             has({x}.metadata.labels) && {x}.metadata.labels != null ? {x}.metadata.labels : \
-             {{}})"
-        )
-    };
+    let labels_of = |x: &str| format!("(has({x}.metadata.labels) ? {x}.metadata.labels : {{}})");
     let meta = |x: &str, field: &str, default: &str| {
-        format!(
-            "(has({x}.metadata) && {x}.metadata != null && has({x}.metadata.{field}) && \
-             {x}.metadata.{field} != null ? {x}.metadata.{field} : {default})"
-        )
+        format!("(has({x}.metadata.{field}) ? {x}.metadata.{field} : {default})")
     };
-    let list = |r: &str, field: &str| {
-        format!("(has({r}.{field}) && {r}.{field} != null ? {r}.{field} : [])")
-    };
-    let rules_of = |x: &str| format!("(has({x}.rules) && {x}.rules != null ? {x}.rules : [])");
+    let list = |r: &str, field: &str| format!("(has({r}.{field}) ? {r}.{field} : [])");
+    let rules_of = |x: &str| format!("(has({x}.rules) ? {x}.rules : [])");
     let aggregation_of = |x: &str| {
         format!(
-            "(has({x}.aggregationRule) && {x}.aggregationRule != null && \
-             has({x}.aggregationRule.clusterRoleSelectors) && \
-             {x}.aggregationRule.clusterRoleSelectors != null && \
+            "(has({x}.aggregationRule) && has({x}.aggregationRule.clusterRoleSelectors) && \
              size({x}.aggregationRule.clusterRoleSelectors) > 0)"
         )
     };
     // What the module compares for a garbage-collector-only update: every
     // field it reads but ownerReferences, finalizers and uid.
-    // What the module compares for a garbage-collector-only update: every
-    // field it reads but ownerReferences, finalizers and uid, field by
-    // field (Kubernetes' CEL wants list literals of one type).
     let same_fields = {
-        let same = |a: String, b: String| format!("{a} == {b}");
-        let rules = |x: &str| {
-            format!(
-                "{}.map(r, [{}, {}, {}, {}, {}])",
-                rules_of(x),
-                list("r", "verbs"),
-                list("r", "apiGroups"),
-                list("r", "resources"),
-                list("r", "resourceNames"),
-                list("r", "nonResourceURLs"),
-            )
-        };
         let aggregation =
             |x: &str| format!("(has({x}.aggregationRule) ? {x}.aggregationRule : null)");
         [
@@ -234,20 +211,22 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
             ("annotations", "{}"),
         ]
         .map(|(field, default)| {
-            same(
+            format!(
+                "{} == {}",
                 meta("object", field, default),
-                meta("oldObject", field, default),
+                meta("oldObject", field, default)
             )
         })
         .into_iter()
         .chain([
-            same(rules("object"), rules("oldObject")),
-            same(aggregation("object"), aggregation("oldObject")),
+            "variables.rulesUnchanged".to_string(),
+            format!("{} == {}", aggregation("object"), aggregation("oldObject")),
         ])
         .collect::<Vec<_>>()
         .join(" && ")
     };
-    // rbac `covers`: every atom of the new rules is covered by one old rule.
+    // rbac `covers`: every atom of the changed rules is covered by one
+    // stored rule.
     let cov_url = format!(
         "('*' in {ov} || v in {ov}) && size({on}) == 0 && {ou}.exists(x, x == u || \
          (x.endsWith('*') && u.startsWith(x.substring(0, size(x) - 1))))",
@@ -256,11 +235,10 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         ou = list("o", "nonResourceURLs"),
     );
     let covered_by_old = format!(
-        "{new}.all(r, {groups}.all(g, {resources}.all(res, {verbs}.all(v, size({names}) == 0 ? \
-         {old}.exists(o, {cov_unnamed}) : {names}.all(n, {old}.exists(o, {cov_named}))))) && \
-         {urls}.all(u, {verbs}.all(v, {old}.exists(o, {cov_url}))))",
-        new = rules_of("object"),
-        old = rules_of("oldObject"),
+        "variables.changedRules.all(r, {groups}.all(g, {resources}.all(res, {verbs}.all(v, \
+         size({names}) == 0 ? variables.oldRules.exists(o, {cov_unnamed}) : {names}.all(n, \
+         variables.oldRules.exists(o, {cov_named}))))) && {urls}.all(u, {verbs}.all(v, \
+         variables.oldRules.exists(o, {cov_url}))))",
         groups = list("r", "apiGroups"),
         resources = list("r", "resources"),
         verbs = list("r", "verbs"),
@@ -270,6 +248,16 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         cov_named = owner_covers("o", "v", "g", "res", Some("n")),
         cov_url = cov_url,
     );
+    // The atoms of one rule: verbs × (groups × resources × names, at least
+    // one, + non-resource URLs).
+    let atoms = format!(
+        "size({v}) * (size({g}) * size({res}) * (size({n}) == 0 ? 1 : size({n})) + size({u}))",
+        v = list("r", "verbs"),
+        g = list("r", "apiGroups"),
+        res = list("r", "resources"),
+        n = list("r", "resourceNames"),
+        u = list("r", "nonResourceURLs"),
+    );
     let clusterroles = |name: &str, verb: &str| {
         format!(
             "authorizer.group({}).resource('clusterroles').name({name}).check({}).allowed()",
@@ -277,7 +265,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
             cel_string(verb)
         )
     };
-    let variables = vec![
+    let mut variables = vec![
         named(
             "selfName",
             &format!(
@@ -302,29 +290,84 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
                 aggregation_of("oldObject")
             ),
         ),
+        named("newRules", &rules_of("object")),
+        named(
+            "oldRules",
+            &format!(
+                "request.operation == 'UPDATE' ? {} : []",
+                rules_of("oldObject")
+            ),
+        ),
+        // Cheap first: an update that leaves the rules as they are (an
+        // annotation, a finalizer, a label) adds none, whatever their size.
+        named(
+            "rulesUnchanged",
+            "request.operation == 'UPDATE' && variables.newRules == variables.oldRules",
+        ),
         named(
             "gcOnly",
             &format!("request.operation == 'UPDATE' && {same_fields}"),
         ),
         named(
-            "addsRules",
-            &format!("request.operation == 'UPDATE' && !({covered_by_old})"),
+            "masters",
+            "has(request.userInfo.groups) && 'system:masters' in request.userInfo.groups",
+        ),
+        // The aggregated roles this object's labels feed, before and after.
+        named(
+            "fedNow",
+            &format!(
+                "({}).filter(t, t != variables.selfName)",
+                fed("variables.labels")
+            ),
         ),
         named(
-            "masters",
-            "has(request.userInfo.groups) && \
-             'system:masters' in request.userInfo.groups",
+            "newlyFed",
+            &format!(
+                "request.operation == 'CREATE' ? variables.fedNow : variables.fedNow.filter(t, \
+                 !(t in ({})))",
+                fed("variables.oldLabels")
+            ),
         ),
-        // The aggregated ClusterRoles the object feeds and must be checked for.
+        // The rules an update writes that the stored object does not have:
+        // only these can add anything.
+        named(
+            "changedRules",
+            "variables.rulesUnchanged ? [] : variables.newRules.filter(r, !(r in \
+             variables.oldRules))",
+        ),
+        // Whether comparing them with the stored rules would not fit one
+        // CEL expression's cost (MAX_RULE_PAIRS, MAX_ATOMS_PER_RULE).
+        named(
+            "tooLarge",
+            &format!(
+                "size(variables.changedRules) * size(variables.oldRules) > \
+                 {MAX_RULE_PAIRS} || variables.changedRules.exists(r, {atoms} > \
+                 {MAX_ATOMS_PER_RULE})"
+            ),
+        ),
+        named(
+            "addsRules",
+            &format!(
+                "request.operation == 'UPDATE' && size(variables.changedRules) > 0 && \
+                 !variables.tooLarge && !({covered_by_old})"
+            ),
+        ),
+        // The aggregated roles the object feeds and must be checked for:
+        // on CREATE every one; on UPDATE the newly fed ones, and all when
+        // the update adds rules. The comparison runs only when its answer
+        // matters.
         named(
             "feeds",
-            &format!(
-                "request.operation == 'CREATE' || variables.labels != variables.oldLabels || \
-                 variables.addsRules ? ({}).filter(t, t != variables.selfName && \
-                 (variables.addsRules || request.operation == 'CREATE' || !(t in ({})))) : []",
-                fed("variables.labels"),
-                fed("variables.oldLabels"),
-            ),
+            "size(variables.fedNow) == 0 || request.operation == 'CREATE' || \
+             size(variables.newlyFed) == size(variables.fedNow) ? variables.fedNow : \
+             variables.addsRules ? variables.fedNow : variables.newlyFed",
+        ),
+        // The comparison is needed (an update that changes rules of a role
+        // already feeding an aggregated role) but too large to make.
+        named(
+            "undecidable",
+            "request.operation == 'UPDATE' && size(variables.fedNow) > \
+             size(variables.newlyFed) && size(variables.changedRules) > 0 && variables.tooLarge",
         ),
         named(
             "escalate",
@@ -337,7 +380,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         named(
             "bypassed",
             "variables.gcOnly || variables.masters || (!variables.involvesAggregation && \
-             size(variables.feeds) == 0) || variables.escalate",
+             size(variables.feeds) == 0 && !variables.undecidable) || variables.escalate",
         ),
         // Full authority, one authorizer check per variable (each check
         // costs 350,000 of an expression's 1,000,000).
@@ -346,102 +389,147 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
             "authorizer.group('*').resource('*').check('*').allowed()",
         ),
         named("holdsAllURLs", "authorizer.path('*').check('*').allowed()"),
-        named(
-            "fullAuthority",
-            "variables.holdsAllResources && variables.holdsAllURLs",
-        ),
     ];
-    let mut variables = variables;
-    // `update` on each aggregated role the object feeds, one check each.
-    let fed_names: Vec<&String> = aggregators
-        .iter()
-        .map(|(name, _)| name)
-        .filter(|name| !settings.allow_feeding.contains(name))
-        .collect();
-    for (i, name) in fed_names.iter().enumerate() {
+    // `update` on each aggregated role, one check each, asked only for a
+    // role the object feeds.
+    for (i, (name, _)) in fed_names.iter().enumerate() {
         variables.push(named(
             &format!("mayUpdate{i}"),
-            &format!(
-                "!({} in variables.feeds) || {}",
-                cel_string(name),
-                clusterroles(&cel_string(name), "update")
-            ),
+            &clusterroles(&cel_string(name), "update"),
         ));
     }
-    let denied: Vec<String> = fed_names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| format!("(variables.mayUpdate{i} ? [] : [{}])", cel_string(name)))
-        .collect();
-    variables.push(named(
-        "deniedFeeds",
-        &if denied.is_empty() {
-            "[]".to_string()
-        } else {
-            denied.join(" + ")
-        },
-    ));
-    let aggregation_problem = format!(
-        "'ClusterRole \"' + variables.selfName + '\" ' + (variables.setsAggregation ? 'sets \
-         aggregationRule, which' : 'had an aggregationRule, so changing it') + ' requires \
-         cluster-admin privileges (\"must have cluster-admin privileges to use the \
-         aggregationRule\"): an aggregated role receives whatever rules its selectors match, now \
-         or later. ' + {user} + ' lacks ' + [variables.holdsAllResources ? '' : \
-         '{{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}}', variables.holdsAllURLs ? \
-         '' : '{{NonResourceURLs:[\"*\"], Verbs:[\"*\"]}}'].filter(x, x != '').join(', ') + ' and the escalate verb on \
-         clusterroles. Remove aggregationRule and list the rules directly, or have a cluster \
-         administrator apply this ClusterRole.'",
-        user = user_text(),
-    );
-    let names = "variables.deniedFeeds.map(t, '\"' + t + '\"').join(', ')";
-    let feeding_problem = format!(
-        "'ClusterRole \"' + variables.selfName + '\" ' + (request.operation == 'CREATE' ? \
-         'would feed' : variables.addsRules ? 'adds rules that flow into' : 'is relabelled to \
-         feed') + ' the aggregated ClusterRole' + (size(variables.deniedFeeds) == 1 ? '' : 's') \
-         + ' ' + {names} + ': the aggregation controller copies its rules into ' + {names} + ', \
-         granting them to everyone bound to ' + (size(variables.deniedFeeds) == 1 ? 'it' : \
-         'them') + '. ' + {user} + ' may not update ClusterRole' + \
-         (size(variables.deniedFeeds) == 1 ? '' : 's') + ' ' + {names} + ' and does not hold \
-         the escalate verb on clusterroles. ' + (request.operation == 'CREATE' ? 'Remove the \
-         matching labels from metadata.labels' : variables.addsRules ? 'Leave the new rules \
-         out, remove the matching labels from metadata.labels' : 'Remove the added labels from \
-         metadata.labels') + ', have someone allowed to update ' + {names} + ' apply this \
-         ClusterRole, or list ' + {names} + ' in the policy setting allowFeeding.'",
-        user = user_text(),
-    );
-    let validations = vec![
+    // Whoever may update every role the object feeds may feed them, added
+    // rules or not.
+    let may_update_all = if fed_names.is_empty() {
+        "true".to_string()
+    } else {
+        fed_names
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| {
+                format!(
+                    "(!({} in variables.fedNow) || variables.mayUpdate{i})",
+                    cel_string(name)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" && ")
+    };
+    // Messages read only what the API server gives a messageExpression:
+    // the request and the variables that need no authorizer.
+    let user = user_text();
+    let aggregation_message = |lacks: &str| {
+        format!(
+            "'ClusterRole \"' + variables.selfName + '\" ' + (variables.setsAggregation ? 'sets \
+             aggregationRule, which' : 'had an aggregationRule, so changing it') + ' requires \
+             cluster-admin privileges (\"must have cluster-admin privileges to use the \
+             aggregationRule\"): an aggregated role receives whatever rules its selectors \
+             match, now or later. ' + {user} + ' lacks {lacks} and the escalate verb on \
+             clusterroles. Remove aggregationRule and list the rules directly, or have a \
+             cluster administrator apply this ClusterRole.'"
+        )
+    };
+    const ALL_RESOURCES: &str = "{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}";
+    const ALL_URLS: &str = "{NonResourceURLs:[\"*\"], Verbs:[\"*\"]}";
+    let aggregation = |condition: &str, lacks: &str| Validation {
+        expression: format!("variables.bypassed || !variables.involvesAggregation || {condition}"),
+        message: Some(
+            "this ClusterRole's aggregationRule requires cluster-admin privileges".into(),
+        ),
+        message_expression: Some(aggregation_message(lacks)),
+        reason: Some("Forbidden".into()),
+    };
+    let mut validations = vec![
         Validation {
             expression: format!(
-                "({}) && (request.operation != 'UPDATE' || (oldObject != null && ({}))) && \
-                 ({})",
-                object_shape("object"),
-                object_shape("oldObject"),
-                rules_shape("object"),
+                "!variables.undecidable || variables.gcOnly || variables.masters || \
+                 variables.escalate || ({})",
+                may_update_all
             ),
-            message: Some(
-                "request.object (and, on UPDATE, request.oldObject) must be a ClusterRole: \
-                 metadata and the rules' fields as the RBAC API defines them"
-                    .into(),
-            ),
-            message_expression: None,
-            reason: Some("Invalid".into()),
-        },
-        Validation {
-            expression: "variables.bypassed || ((!variables.involvesAggregation || \
-                         variables.fullAuthority) && size(variables.deniedFeeds) == 0)"
-                .into(),
-            message: Some(
-                "this ClusterRole would grant more than the requester holds through aggregation"
-                    .into(),
-            ),
+            message: Some(TOO_LARGE.into()),
             message_expression: Some(format!(
-                "((variables.involvesAggregation && !variables.fullAuthority ? \
-                 [{aggregation_problem}] : []) + (size(variables.deniedFeeds) > 0 ? \
-                 [{feeding_problem}] : [])).join(' Also: ')"
+                "'ClusterRole \"' + variables.selfName + '\" changes ' + \
+                 string(size(variables.changedRules)) + ' of its rules while feeding ' + \
+                 variables.fedNow.map(t, '\"' + t + '\"').join(', ') + ': comparing them with \
+                 its ' + string(size(variables.oldRules)) + ' stored rules is more than this \
+                 ValidatingAdmissionPolicy can do within the API server\\'s CEL cost limits (at \
+                 most {MAX_RULE_PAIRS} changed × stored rules, {MAX_ATOMS_PER_RULE} verb × \
+                 resource atoms per rule); run olm-guard\\'s aggregation-escalation module to \
+                 judge it, or have a cluster administrator apply this ClusterRole'"
             )),
             reason: Some("Forbidden".into()),
         },
+        aggregation(
+            "variables.holdsAllResources || variables.holdsAllURLs",
+            &format!("{ALL_RESOURCES}, {ALL_URLS}"),
+        ),
+        aggregation(
+            "variables.holdsAllResources || !variables.holdsAllURLs",
+            ALL_RESOURCES,
+        ),
+        aggregation(
+            "!variables.holdsAllResources || variables.holdsAllURLs",
+            ALL_URLS,
+        ),
     ];
+    // One validation per aggregated role and situation, so that each
+    // message is static but for the request's own fields.
+    for (i, (name, selectors)) in fed_names.iter().enumerate() {
+        let quoted = format!("\\\"{name}\\\"");
+        let how = selectors
+            .iter()
+            .map(|s| {
+                let text = match Selector::from_label_selector(s) {
+                    Ok(selector) if selector.is_everything() => "{} (every ClusterRole)".into(),
+                    Ok(selector) => format!("\\\"{selector}\\\""),
+                    Err(_) => "its selector".into(),
+                };
+                (selector_matches("variables.labels", s), text)
+            })
+            .rev()
+            .fold(String::from("''"), |rest, (matches, text)| {
+                format!("({matches} ? '{text}' : {rest})")
+            });
+        for (situation, what, fix) in [
+            (
+                "request.operation != 'CREATE'",
+                "would feed",
+                "Remove the matching labels from metadata.labels",
+            ),
+            (
+                "request.operation != 'UPDATE' || !variables.addsRules",
+                "adds rules that flow into",
+                "Leave the new rules out, remove the matching labels from metadata.labels",
+            ),
+            (
+                "request.operation != 'UPDATE' || variables.addsRules",
+                "is relabelled to feed",
+                "Remove the added labels from metadata.labels",
+            ),
+        ] {
+            validations.push(Validation {
+                expression: format!(
+                    "variables.bypassed || !({} in variables.feeds) || {situation} || \
+                     variables.mayUpdate{i}",
+                    cel_string(name)
+                ),
+                message: Some(format!(
+                    "this ClusterRole feeds the aggregated ClusterRole \"{name}\", which the \
+                     requester may not update"
+                )),
+                message_expression: Some(format!(
+                    "'ClusterRole \"' + variables.selfName + '\" {what} the aggregated \
+                     ClusterRole {quoted} ({quoted} aggregates roles matching ' + {how} + '): \
+                     the aggregation controller copies its rules into {quoted}, granting them \
+                     to everyone bound to it. ' + {user} + ' may not update ClusterRole \
+                     {quoted} and does not hold the escalate verb on clusterroles. {fix}, have \
+                     someone allowed to update {quoted} apply this ClusterRole, or list \
+                     {quoted} in the policy setting allowFeeding.'"
+                )),
+                reason: Some("Forbidden".into()),
+            });
+        }
+    }
     let policy = BoundPolicy::new(
         "olm-guard-aggregation-escalation",
         RULE,
@@ -452,7 +540,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
                 resource_rules: vec![rule_for(RBAC_GROUP, "clusterroles", &["CREATE", "UPDATE"])],
             },
             variables,
-            validations,
+            std::mem::take(&mut validations),
         ),
         &["Deny"],
     );
@@ -463,6 +551,17 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         checks: CHECKS,
     })
 }
+
+/// The most changed × stored rules an update may compare: the walk costs
+/// cel-go about 18 per (atom, stored rule) pair, and one expression may
+/// spend 1,000,000 (measured in `crates/native/tests/limits.rs`).
+pub const MAX_RULE_PAIRS: usize = 2_000;
+/// The most atoms (verbs × groups × resources × names, + verbs × URLs) one
+/// changed rule may have.
+pub const MAX_ATOMS_PER_RULE: usize = 25;
+/// The static message of the denial above those sizes.
+const TOO_LARGE: &str = "this ClusterRole is too large for the native policy to judge: run \
+                         olm-guard's aggregation-escalation module";
 
 /// rbac `OwnerRule::covers` for one atom (verb `v`, group `g`, resource
 /// `res`, name `n` or none) and one owner rule `o`.
@@ -480,16 +579,5 @@ fn owner_covers(o: &str, v: &str, g: &str, res: &str, name: Option<&str>) -> Str
         verbs = list("verbs"),
         groups = list("apiGroups"),
         resources = list("resources"),
-    )
-}
-
-/// The rules of a ClusterRole are a list of maps whose fields are lists of
-/// strings, as the RBAC API decodes them.
-pub(super) fn rules_shape(x: &str) -> String {
-    format!(
-        "!has({x}.rules) || {x}.rules == null || (type({x}.rules) == list && {x}.rules.all(r, \
-         type(r) == map && ['verbs', 'apiGroups', 'resources', 'resourceNames', \
-         'nonResourceURLs'].all(f, !(f in r) || r[f] == null || (type(r[f]) == list && \
-         r[f].all(s, type(s) == string)))))"
     )
 }

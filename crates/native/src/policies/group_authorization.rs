@@ -15,8 +15,7 @@ use olm_guard_rules::group_authorization::{NOT_AUTHORIZED, Settings};
 use serde_json::Value as Json;
 
 use super::{
-    Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch, cel_string, readable,
-    user_text,
+    Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch, cel_string, user_text,
 };
 use crate::model::{BoundPolicy, MatchResources, PolicySpec, Validation, named, rule_for};
 
@@ -40,11 +39,17 @@ pub const CHECKS: &[Check] = &[
         "oldObject carries the stored group, userInfo the requester",
     ),
     Check::new(
-        "a spec.group, where the CRD has the field, is a non-empty string (rule 1), immutable \
-         (rule 2) and agrees with the owner-name label (rule 3)",
+        "a spec.group, where the CRD has the field, is immutable (rule 2) and agrees with the \
+         owner-name label (rule 3)",
         Enforcement::Policy,
         "object and oldObject carry both; on the CRD operator-controller ships spec.group is \
          pruned before admission and these never fire",
+    ),
+    Check::new(
+        "a spec.group is a non-empty string (rule 1)",
+        Enforcement::Schema,
+        "the CRD's schema: a CRD that adopts spec.group types it (minLength 1), and the one \
+         operator-controller ships prunes it, before any admission policy runs",
     ),
     Check::new(
         "requireSpecGroup: spec.group required on CREATE (rule 6); an UPDATE of a revision \
@@ -114,49 +119,40 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         .collect::<Vec<_>>()
         .join(", ");
     let mut variables = vec![
-        // spec.group as written (any type), null when absent: always null
-        // on the CRD operator-controller ships, which prunes the field.
-        named(
-            "newGroup",
-            "request.operation != 'DELETE' && has(object.spec) && object.spec != null && \
-             has(object.spec.group) ? object.spec.group : null",
-        ),
-        // spec.group when it is a non-empty string, else ''.
+        // spec.group, '' when absent: always absent on the CRD
+        // operator-controller ships, which prunes the field; a CRD that
+        // adopts it types it as a non-empty string.
         named(
             "specGroup",
-            "type(variables.newGroup) == string ? variables.newGroup : ''",
+            "request.operation != 'DELETE' && has(object.spec) && has(object.spec.group) ? \
+             object.spec.group : ''",
         ),
         // The stored object's spec.group when a non-empty string, else ''.
         named(
             "oldSpecGroup",
-            "request.operation != 'CREATE' && oldObject != null && has(oldObject.spec) && \
-             oldObject.spec != null && has(oldObject.spec.group) && \
-             type(oldObject.spec.group) == string ? oldObject.spec.group : ''",
+            "request.operation != 'CREATE' && has(oldObject.spec) && \
+             has(oldObject.spec.group) ? oldObject.spec.group : ''",
         ),
-        // The owner-name label as written, null when absent.
-        named(
-            "label",
-            &format!(
-                "request.operation != 'DELETE' && has(object.metadata) && \
-                 object.metadata != null && has(object.metadata.labels) && \
-                 object.metadata.labels != null && {lbl} in object.metadata.labels ? \
-                 object.metadata.labels[{lbl}] : null"
-            ),
-        ),
-        // The label when a non-empty string, else ''.
+        // The owner-name label, '' when absent.
         named(
             "labelGroup",
-            "type(variables.label) == string ? variables.label : ''",
+            &format!(
+                "request.operation != 'DELETE' && has(object.metadata.labels) && \
+                 {lbl} in object.metadata.labels ? object.metadata.labels[{lbl}] : ''"
+            ),
+        ),
+        named(
+            "hasLabel",
+            &format!(
+                "request.operation != 'DELETE' && has(object.metadata.labels) && \
+                 {lbl} in object.metadata.labels"
+            ),
         ),
         named(
             "oldLabel",
             &format!(
-                "request.operation != 'CREATE' && oldObject != null && \
-                 has(oldObject.metadata) && oldObject.metadata != null && \
-                 has(oldObject.metadata.labels) && oldObject.metadata.labels != null && \
-                 {lbl} in oldObject.metadata.labels && \
-                 type(oldObject.metadata.labels[{lbl}]) == string ? \
-                 oldObject.metadata.labels[{lbl}] : ''"
+                "request.operation != 'CREATE' && has(oldObject.metadata.labels) && \
+                 {lbl} in oldObject.metadata.labels ? oldObject.metadata.labels[{lbl}] : ''"
             ),
         ),
         // The group of the revision written: spec.group, else its label.
@@ -175,34 +171,13 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         // without one: allowed, with a warning.
         variables.push(named(
             "keptWithoutGroup",
-            "request.operation == 'UPDATE' && \
-             (variables.newGroup == null || variables.newGroup == '') && \
-             variables.oldSpecGroup == '' && oldObject != null && \
-             (!has(oldObject.spec) || oldObject.spec == null || \
-             !has(oldObject.spec.group) || oldObject.spec.group == null || \
-             oldObject.spec.group == '')",
+            "request.operation == 'UPDATE' && variables.specGroup == '' && \
+             variables.oldSpecGroup == ''",
         ));
     }
+    // Rule 1 (a spec.group of the wrong type) and unreadable objects
+    // never reach admission: the CRD's schema refuses them first.
     let mut validations = vec![
-        // What the module cannot read, it refuses.
-        readable("ClusterObjectSet"),
-        // Rule 1.
-        Validation {
-            expression: "variables.newGroup == null || type(variables.newGroup) == string".into(),
-            message: Some("spec.group must be a string".into()),
-            message_expression: Some(
-                "'spec.group is ' + (type(variables.newGroup) == int || \
-                 type(variables.newGroup) == double ? 'a number (' + \
-                 string(variables.newGroup) + ')' : type(variables.newGroup) == list ? \
-                 'a list' : type(variables.newGroup) == map ? 'a map' : \
-                 type(variables.newGroup) == bool ? 'a boolean' : 'not a string') + \
-                 '; it must be a non-empty string: ' + (variables.oldSpecGroup != '' ? \
-                 'keep spec.group: ' + variables.oldSpecGroup : \
-                 'write the group\\'s name as a string, e.g. group: \"my-extension\"')"
-                    .into(),
-            ),
-            reason: Some("Invalid".into()),
-        },
         // Rule 2.
         Validation {
             expression: "request.operation == 'DELETE' || variables.oldSpecGroup == '' || \
@@ -223,17 +198,17 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         },
         // Rule 3.
         Validation {
-            expression: "variables.specGroup == '' || variables.label == null || \
-                         variables.label == variables.specGroup"
+            expression: "variables.specGroup == '' || !variables.hasLabel || \
+                         variables.labelGroup == variables.specGroup"
                 .into(),
             message: Some(format!(
                 "label {OWNER_NAME_LABEL} disagrees with spec.group"
             )),
             message_expression: Some(format!(
-                "'label {OWNER_NAME_LABEL} is \"' + string(variables.label) + \
+                "'label {OWNER_NAME_LABEL} is \"' + variables.labelGroup + \
                  '\" but spec.group is \"' + variables.specGroup + '\": operator-controller \
                  groups revisions by this label and would put this revision into group \"' + \
-                 string(variables.label) + '\"; set the label to \"' + variables.specGroup + \
+                 variables.labelGroup + '\"; set the label to \"' + variables.specGroup + \
                  '\" or remove it'"
             )),
             reason: Some("Invalid".into()),

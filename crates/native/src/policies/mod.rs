@@ -254,20 +254,6 @@ pub(crate) fn user_text() -> &'static str {
      request.userInfo.groups.join(', ') : '') + '])')"
 }
 
-/// The validation refusing, as the module refuses it, an object of `kind`
-/// that cannot be read (see [`object_shape`]).
-pub(crate) fn readable(kind: &str) -> crate::model::Validation {
-    crate::model::Validation {
-        expression: object_shape("object"),
-        message: Some(format!(
-            "the object cannot be read as a {kind}: metadata and spec must be maps of fields and \
-             labels a map of strings"
-        )),
-        message_expression: None,
-        reason: Some("Invalid".into()),
-    }
-}
-
 /// A validation that the object has the shape the API server decodes every
 /// object into (metadata and spec maps, labels a map of strings), so that
 /// what the API server would refuse to decode is refused here too, as the
@@ -301,11 +287,13 @@ pub fn not_covered(
              ScopeTemplate they name, which CEL cannot read",
         ),
         (scope_rbac::RULE, Some("ScopeTemplate"))
-            if !scope_rbac::author_may_grant_anything(request, cluster) =>
+            if scope_rbac::template_atoms(request) > scope_rbac::MAX_ATOMS
+                && !scope_rbac::author_may_grant_anything(request, cluster) =>
         {
             Some(
-                "a ScopeTemplate from a requester who may not escalate clusterroles: whether \
-                 they hold its rules is the module's (the native policy fails closed)",
+                "a ScopeTemplate of more rule atoms than the native policy checks, from a \
+                 requester who may not escalate clusterroles: the module's (the native policy \
+                 fails closed)",
             )
         }
         _ => None,

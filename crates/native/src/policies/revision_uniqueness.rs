@@ -12,7 +12,7 @@ use olm_guard_olm::cluster_object_set::{
 };
 use olm_guard_rules::revision_uniqueness::Settings;
 
-use super::{Check, Enforcement, GenerateError, Native, cel_string, object_shape, readable};
+use super::{Check, Enforcement, GenerateError, Native, cel_string};
 use crate::model::{
     BoundPolicy, MatchResources, NamedExpression, ParamKind, ParamRef, PolicySpec, Validation,
     named, rule_for,
@@ -59,33 +59,23 @@ pub const CHECKS: &[Check] = &[
 /// The variables both policies read.
 fn variables() -> Vec<NamedExpression> {
     let lbl = cel_string(OWNER_NAME_LABEL);
+    // What reaches admission is typed by the CRD's schema (an int64 from
+    // 1, strings), so only presence is checked.
     let group_of = |x: &str| {
         format!(
-            "{x} != null && has({x}.spec) && {x}.spec != null && has({x}.spec.group) && \
-             type({x}.spec.group) == string && {x}.spec.group != '' ? {x}.spec.group : {x} != \
-             null && has({x}.metadata) && {x}.metadata != null && has({x}.metadata.labels) && \
-             {x}.metadata.labels != null && {lbl} in {x}.metadata.labels && \
-             type({x}.metadata.labels[{lbl}]) == string ? {x}.metadata.labels[{lbl}] : ''"
+            "has({x}.spec) && has({x}.spec.group) ? {x}.spec.group : \
+             has({x}.metadata.labels) && {lbl} in {x}.metadata.labels ? \
+             {x}.metadata.labels[{lbl}] : ''"
         )
     };
-    // A revision as the module reads it: an int from 1, else null.
-    let revision_of = |x: &str| {
-        format!(
-            "{x} != null && has({x}.spec) && {x}.spec != null && has({x}.spec.revision) && \
-             type({x}.spec.revision) == int && {x}.spec.revision >= 1 ? {x}.spec.revision : null"
-        )
-    };
+    let revision_of =
+        |x: &str| format!("has({x}.spec) && has({x}.spec.revision) ? {x}.spec.revision : null");
     vec![
-        named(
-            "revision",
-            "has(object.spec) && object.spec != null && has(object.spec.revision) ? \
-             object.spec.revision : null",
-        ),
+        named("revision", &revision_of("object")),
         named("group", &group_of("object")),
         named(
             "name",
-            "has(object.metadata) && object.metadata != null && has(object.metadata.name) && \
-             object.metadata.name != null ? object.metadata.name : ''",
+            "has(object.metadata.name) ? object.metadata.name : ''",
         ),
         named(
             "oldRevision",
@@ -99,15 +89,14 @@ fn variables() -> Vec<NamedExpression> {
             "keepsSlot",
             &format!(
                 "request.operation == 'UPDATE' && variables.revision != null && \
-                 variables.oldRevision == variables.revision && ({}) && ({}) == variables.group",
-                object_shape("oldObject"),
+                 variables.oldRevision == variables.revision && ({}) == variables.group",
                 group_of("oldObject"),
             ),
         ),
         named(
             "expectedName",
-            "type(variables.revision) == int ? variables.group + '-' + string(variables.revision) \
-             : ''",
+            "variables.revision != null ? variables.group + '-' + string(variables.revision) : \
+             ''",
         ),
     ]
 }
@@ -125,24 +114,9 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
     let cos_rules = || MatchResources {
         resource_rules: vec![rule_for(GROUP, RESOURCE, &["CREATE", "UPDATE"])],
     };
+    // Rule 1's types and range never reach admission: the CRD's schema
+    // (int64, minimum 1) refuses them first.
     let mut validations = vec![
-        readable("ClusterObjectSet"),
-        // Rule 1.
-        Validation {
-            expression: "variables.revision == null || (type(variables.revision) == int && \
-                         variables.revision >= 1)"
-                .into(),
-            message: Some("spec.revision must be a whole number from 1".into()),
-            message_expression: Some(
-                "type(variables.revision) == string ? 'spec.revision is the text \"' + \
-                 variables.revision + '\"; write it as a number without quotes' : \
-                 type(variables.revision) == int ? 'spec.revision is ' + \
-                 string(variables.revision) + '; revisions count from 1' : 'spec.revision must \
-                 be a whole number from 1'"
-                    .into(),
-            ),
-            reason: Some("Invalid".into()),
-        },
         // Rule 2.
         Validation {
             expression: "variables.oldRevision == null || variables.revision == \
@@ -227,14 +201,13 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         v.push(named(
             "clash",
             &format!(
-                "variables.group != '' && type(variables.revision) == int && \
-                 params.metadata.name != variables.name && ({}) == variables.group && \
-                 has(params.spec.revision) && params.spec.revision == variables.revision",
-                "has(params.spec.group) && type(params.spec.group) == string && \
-                 params.spec.group != '' ? params.spec.group : has(params.metadata.labels) && \
-                 params.metadata.labels != null && 'olm.operatorframework.io/owner-name' in \
-                 params.metadata.labels ? params.metadata.labels['olm.operatorframework.io/\
-                 owner-name'] : ''"
+                "variables.group != '' && variables.revision != null && \
+                 params.metadata.name != variables.name && has(params.spec) && \
+                 has(params.spec.revision) && params.spec.revision == variables.revision && \
+                 ({}) == variables.group",
+                "has(params.spec.group) ? params.spec.group : has(params.metadata.labels) && \
+                 'olm.operatorframework.io/owner-name' in params.metadata.labels ? \
+                 params.metadata.labels['olm.operatorframework.io/owner-name'] : ''"
             ),
         ));
         v

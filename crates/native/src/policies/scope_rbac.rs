@@ -1,15 +1,15 @@
 //! scope-rbac, natively, for ScopeTemplates (rules 1 to 4 of
 //! `olm_guard_rules::scope_rbac`'s template half): each entry oria can
 //! create, and no rule its author could not grant, checked atom by atom
-//! through the authorizer as RBAC's `covers` checks them. ScopeInstances
-//! are the module's: their bindings are judged against the ScopeTemplate
-//! they name, which CEL cannot read.
+//! through the authorizer as RBAC's `covers` checks them, as many atoms as
+//! the API server's cost budget allows ([`MAX_ATOMS`]); a larger template
+//! fails closed, saying so. ScopeInstances are the module's: their bindings
+//! are judged against the ScopeTemplate they name, which CEL cannot read.
 
 use olm_guard_olm::scope::GROUPS;
 use olm_guard_rules::scope_rbac::{CLUSTER_SCOPED, Settings};
 
-use super::aggregation_escalation::rules_shape;
-use super::{Check, Enforcement, GenerateError, Native, cel_string, object_shape, user_text};
+use super::{Check, Enforcement, GenerateError, Native, cel_string, user_text};
 use crate::model::{BoundPolicy, MatchResources, PolicySpec, Validation, named, rule_for};
 
 /// The rule's name.
@@ -35,12 +35,18 @@ pub const CHECKS: &[Check] = &[
         "two facts of the request: its groups and one authorizer check",
     ),
     Check::new(
-        "a ScopeTemplate from anyone else grants nothing they do not hold cluster-wide",
+        "a ScopeTemplate from anyone else grants nothing they do not hold cluster-wide, for \
+         templates of at most 26 rule atoms",
+        Enforcement::Policy,
+        "one authorizer check per rule atom (verb x group x resource x name, or verb x URL), \
+         each in a variable of its own: the API server charges 350,000 per check (Kubernetes \
+         1.32+) against 1,000,000 per expression and 10,000,000 per evaluation",
+    ),
+    Check::new(
+        "a ScopeTemplate of more than 26 rule atoms from anyone else",
         Enforcement::ModuleOnly,
-        "it takes one authorizer check per rule atom (verb x group x resource x name), and the \
-         API server charges 350,000 per check against 1,000,000 per expression and 10,000,000 \
-         per evaluation: two atoms per expression, 28 per template; the native policy fails \
-         closed and denies such a ScopeTemplate",
+        "more authorizer checks than one evaluation may pay for; the native policy fails closed \
+         and denies such a ScopeTemplate, saying so",
     ),
     Check::new(
         "a ScopeInstance: its template exists (or allowPendingTemplate), its namespaces are \
@@ -52,10 +58,10 @@ pub const CHECKS: &[Check] = &[
 
 /// The policy for `settings`.
 pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
-    let list = |r: &str, f: &str| format!("(has({r}.{f}) && {r}.{f} != null ? {r}.{f} : [])");
-    let entries = "(has(object.spec) && object.spec != null && has(object.spec.clusterRoles) && \
-                   object.spec.clusterRoles != null ? object.spec.clusterRoles : [])";
-    let generate_name = "(has(e.generateName) && e.generateName != null ? e.generateName : '')";
+    let list = |r: &str, f: &str| format!("(has({r}.{f}) ? {r}.{f} : [])");
+    let entries =
+        "(has(object.spec) && has(object.spec.clusterRoles) ? object.spec.clusterRoles : [])";
+    let generate_name = "(has(e.generateName) ? e.generateName : '')";
     let cluster_scoped = {
         let known: Vec<String> = CLUSTER_SCOPED
             .iter()
@@ -73,8 +79,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         named("entries", entries),
         named(
             "name",
-            "has(object.metadata) && object.metadata != null && has(object.metadata.name) && \
-             object.metadata.name != null && object.metadata.name != '' ? object.metadata.name : \
+            "has(object.metadata.name) && object.metadata.name != '' ? object.metadata.name : \
              request.name",
         ),
     ];
@@ -90,10 +95,10 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
             "variables.entries.map(e, ({name_bad} ? ['spec.clusterRoles entry \"' + \
              {generate_name} + '\": generateName is not a valid ClusterRole name: oria creates a \
              ClusterRole named exactly this, so set it to a name such as \"my-operator-manager\" \
-             without \\'/\\' or \\'%\\''] : []) + {subjects}.filter(s, type(s) == map && \
-             has(s.kind) && s.kind == 'ServiceAccount' && (!has(s.namespace) || s.namespace == \
-             null || s.namespace == '')).map(s, 'spec.clusterRoles entry \"' + {generate_name} + \
-             '\": ServiceAccount subject \"' + (has(s.name) && s.name != null ? s.name : '') + \
+             without \\'/\\' or \\'%\\''] : []) + {subjects}.filter(s, has(s.kind) && \
+             s.kind == 'ServiceAccount' && (!has(s.namespace) || s.namespace == '')).map(s, \
+             'spec.clusterRoles entry \"' + {generate_name} + '\": ServiceAccount subject \"' + \
+             (has(s.name) ? s.name : '') + \
              '\" has no namespace: set the ServiceAccount\\'s namespace (without it a \
              ClusterRoleBinding binds no one, and each RoleBinding would bind a different \
              ServiceAccount of its own namespace)'))",
@@ -136,24 +141,43 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
          authorizer.group('rbac.authorization.k8s.io').resource('clusterroles')\
          .check('escalate').allowed()",
     ));
-    let validations = vec![
-        Validation {
-            expression: format!(
-                "({}) && {entries}.all(e, type(e) == map && (!has(e.generateName) || \
-                 e.generateName == null || type(e.generateName) == string) && ({}) && \
-                 (!has(e.subjects) || e.subjects == null || (type(e.subjects) == list && \
-                 e.subjects.all(s, type(s) == map))))",
-                object_shape("object"),
-                rules_shape("e"),
+    // Every rule atom of every entry, as one string each (verb, group,
+    // resource, name, URL, the entry's generateName, joined by a unit
+    // separator): standard CEL has no flatten, so the nested lists are
+    // joined and split.
+    let names_or_none = format!(
+        "(size({n}) == 0 ? [''] : {n})",
+        n = list("r", "resourceNames")
+    );
+    variables.push(named(
+        "atoms",
+        &format!(
+            "variables.entries.map(e, {rules}.map(r, {verbs}.map(v, {groups}.map(g, \
+             {resources}.map(res, {names_or_none}.map(n, [v, g, res, n, '', {generate_name}]\
+             .join('{US}')).join('{RS}')).join('{RS}')).join('{RS}') + '{RS}' + \
+             {urls}.map(u, [v, '', '', '', u, {generate_name}].join('{US}')).join('{RS}'))\
+             .join('{RS}')).join('{RS}')).join('{RS}').split('{RS}').filter(a, a != '')",
+            rules = list("e", "rules"),
+            verbs = list("r", "verbs"),
+            groups = list("r", "apiGroups"),
+            resources = list("r", "resources"),
+            urls = list("r", "nonResourceURLs"),
+        ),
+    ));
+    // One authorizer check per atom, each in its own expression (one check
+    // is 350,000 of an expression's 1,000,000).
+    for k in 0..MAX_ATOMS {
+        variables.push(named(
+            &format!("holds{k}"),
+            &format!(
+                "size(variables.atoms) <= {k} || (variables.atoms[{k}].split('{US}')[4] != '' ? \
+                 authorizer.path(variables.atoms[{k}].split('{US}')[4]).check(variables.atoms[{k}]\
+                 .split('{US}')[0]).allowed() : {resource_check})",
+                resource_check = resource_check(k),
             ),
-            message: Some(
-                "the ScopeTemplate cannot be read: spec.clusterRoles must be a list of entries \
-                 with a generateName, RBAC rules and subjects"
-                    .into(),
-            ),
-            message_expression: None,
-            reason: Some("Invalid".into()),
-        },
+        ));
+    }
+    let mut validations = vec![
         Validation {
             expression: "size(variables.problems) == 0".into(),
             message: Some("the ScopeTemplate is invalid".into()),
@@ -164,28 +188,49 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
             ),
             reason: Some("Invalid".into()),
         },
-        // Fails closed: whether the author holds every rule needs one
-        // authorizer check per rule atom, beyond what the API server lets
-        // a policy spend; only an author who may grant anything passes.
+        // Fails closed above what one evaluation may check.
         Validation {
-            expression: "variables.bypassed".into(),
-            message: Some(
-                "natively, only a requester who may escalate clusterroles creates ScopeTemplates"
-                    .into(),
-            ),
+            expression: format!("variables.bypassed || size(variables.atoms) <= {MAX_ATOMS}"),
+            message: Some(format!(
+                "natively, a ScopeTemplate of more than {MAX_ATOMS} rule atoms is accepted only \
+                 from a requester who may escalate clusterroles"
+            )),
             message_expression: Some(format!(
                 "'ScopeTemplate \"' + variables.name + '\": ' + {user} + ' may not escalate \
-                 clusterroles, and oria would create these ClusterRoles with its own escalate \
-                 permission. Natively a ScopeTemplate is accepted only from a requester who may \
-                 escalate clusterroles (or system:masters): whether you hold each of its rules \
-                 takes one authorizer check per rule, more than the API server lets a policy \
-                 make, and is checked by the scope-rbac module. Have someone who may escalate \
-                 clusterroles create it, or run the module'",
+                 clusterroles, and its rules grant ' + string(size(variables.atoms)) + ' \
+                 permissions (verb x group x resource x name, or verb x URL): checking that you \
+                 hold each takes one authorizer check, and the API server lets a policy make \
+                 {MAX_ATOMS}. Natively a larger ScopeTemplate is accepted only from a requester \
+                 who may escalate clusterroles (or system:masters): run the scope-rbac module, \
+                 or have someone who may escalate clusterroles create it'",
                 user = user_text(),
             )),
             reason: Some("Forbidden".into()),
         },
     ];
+    // Rule 4, atom by atom: the first one the author does not hold names
+    // itself.
+    for k in 0..MAX_ATOMS {
+        validations.push(Validation {
+            expression: format!(
+                "variables.bypassed || size(variables.atoms) > {MAX_ATOMS} || variables.holds{k}"
+            ),
+            message: Some(
+                "the ScopeTemplate grants RBAC permissions its author does not hold cluster-wide"
+                    .into(),
+            ),
+            message_expression: Some(format!(
+                "'ScopeTemplate \"' + variables.name + '\": ' + {user} + ' is attempting to \
+                 grant RBAC permissions not currently held cluster-wide through oria, which \
+                 creates these ClusterRoles with its own escalate permission: ' + {missing} + '. \
+                 Remove those rules from the template, or have it created by someone who holds \
+                 them cluster-wide or may escalate clusterroles'",
+                user = user_text(),
+                missing = missing_atom(k),
+            )),
+            reason: Some("Forbidden".into()),
+        });
+    }
     let policy = BoundPolicy::new(
         "olm-guard-scope-rbac-templates",
         RULE,
@@ -210,6 +255,57 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
     })
 }
 
+/// The most rule atoms the native policy checks through the authorizer:
+/// with the `escalate` check, 27 checks of 350,000 fit the 10,000,000 one
+/// evaluation may spend (Kubernetes 1.32+), with room for the rest.
+pub const MAX_ATOMS: usize = 26;
+
+/// The separators of [`generate`]'s atom strings: ASCII's unit and record
+/// separators, which no RBAC verb, group, resource, name or URL holds.
+const US: &str = "\\u001f";
+const RS: &str = "\\u001e";
+
+/// Field `i` of atom `k` (0 verb, 1 group, 2 resource, 3 name, 4 URL,
+/// 5 entry).
+fn atom_field(k: usize, i: usize) -> String {
+    format!("variables.atoms[{k}].split('{US}')[{i}]")
+}
+
+/// The authorizer check of resource atom `k`: a subresource (`pods/log`)
+/// is asked as one, as RBAC's `covers` matches `*/log`.
+fn resource_check(k: usize) -> String {
+    let resource = atom_field(k, 2);
+    format!(
+        "authorizer.group({group}).resource({resource}.indexOf('/') >= 0 ? \
+         {resource}.substring(0, {resource}.indexOf('/')) : {resource}).subresource(\
+         {resource}.indexOf('/') >= 0 ? {resource}.substring({resource}.indexOf('/') + 1) : '')\
+         .name({name}).check({verb}).allowed()",
+        group = atom_field(k, 1),
+        name = atom_field(k, 3),
+        verb = atom_field(k, 0),
+    )
+}
+
+/// Atom `k` as the module names a missing rule: `spec.clusterRoles entry
+/// "x" needs [{APIGroups:["g"], Resources:["r"], Verbs:["v"]}]`.
+fn missing_atom(k: usize) -> String {
+    let (verb, group, resource, name, url, entry) = (
+        atom_field(k, 0),
+        atom_field(k, 1),
+        atom_field(k, 2),
+        atom_field(k, 3),
+        atom_field(k, 4),
+        atom_field(k, 5),
+    );
+    format!(
+        "('spec.clusterRoles entry \"' + {entry} + '\" needs [' + ({url} != '' ? \
+         '{{NonResourceURLs:[\"' + {url} + '\"], Verbs:[\"' + {verb} + '\"]}}' : \
+         '{{APIGroups:[\"' + {group} + '\"], Resources:[\"' + {resource} + '\"]' + \
+         ({name} != '' ? ', ResourceNames:[\"' + {name} + '\"]' : '') + ', Verbs:[\"' + {verb} \
+         + '\"]}}') + ']')"
+    )
+}
+
 /// Whether the author of a ScopeTemplate request is in system:masters or
 /// may escalate clusterroles (asked of `cluster`'s authorizer): the
 /// requests the native policy decides completely.
@@ -230,4 +326,26 @@ pub fn author_may_grant_anything(
                 ResourceAttributes::new("escalate", olm_guard_rbac::RBAC_GROUP, "clusterroles"),
             )
             .unwrap_or(false)
+}
+
+/// The rule atoms of a ScopeTemplate request's object as the policy counts
+/// them: per rule, verbs x groups x resources x names (at least one), plus
+/// verbs x non-resource URLs; 0 for an object that is no ScopeTemplate.
+pub fn template_atoms(request: &serde_json::Value) -> usize {
+    let object = request.get("object").unwrap_or(&serde_json::Value::Null);
+    olm_guard_olm::scope::ScopeTemplate::from_object(object)
+        .map(|template| {
+            template
+                .spec
+                .cluster_roles
+                .iter()
+                .flat_map(|entry| &entry.rules)
+                .map(|r| {
+                    r.verbs.len()
+                        * (r.api_groups.len() * r.resources.len() * r.resource_names.len().max(1)
+                            + r.non_resource_urls.len())
+                })
+                .sum()
+        })
+        .unwrap_or(0)
 }
