@@ -35,6 +35,23 @@ impl Admission {
         cos.apply(&add).map_err(anyhow::Error::msg)?;
         let catalog = olm_guard_native::crd::find("catalogsources.operators.coreos.com", None)
             .map_err(anyhow::Error::msg)?;
+        // The CRD the CatalogSource union enhancement proposes: today's with
+        // the three union members, which catalog-union's union settings
+        // (warnLegacy, allowLegacy: false) are for. Their fields are not
+        // modelled: kept as written.
+        let mut union = catalog.clone();
+        let member =
+            serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+        for name in [
+            "catalogImageSource",
+            "catalogServiceSource",
+            "configMapSource",
+        ] {
+            let add = union
+                .add_property(&["spec"], name, &member)
+                .map_err(anyhow::Error::msg)?;
+            union.apply(&add).map_err(anyhow::Error::msg)?;
+        }
         let oria = |file: &str| -> anyhow::Result<Value> {
             let path = root.join("testdata/upstream/crds").join(file);
             let text = std::fs::read_to_string(&path)
@@ -45,6 +62,7 @@ impl Admission {
             crds: vec![
                 ("ClusterObjectSet", cos.document),
                 ("CatalogSource", catalog.document),
+                ("CatalogSource+union", union.document),
                 (
                     "ScopeTemplate",
                     oria("operators.io.operator-framework_scopetemplates.yaml")?,
@@ -58,12 +76,15 @@ impl Admission {
     }
 
     /// `request` with `object` and `oldObject` as the API server passes
-    /// them to admission, or why it refuses them (one line).
-    pub fn admitted(&self, request: &Value) -> Result<Value, String> {
-        let kind = request
-            .pointer("/kind/kind")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+    /// them to admission, or why it refuses them (one line). With
+    /// `union_members`, a CatalogSource is decoded by a CRD that has the
+    /// union members.
+    pub fn admitted(&self, request: &Value, union_members: bool) -> Result<Value, String> {
+        let kind = match request.pointer("/kind/kind").and_then(Value::as_str) {
+            Some("CatalogSource") if union_members => "CatalogSource+union",
+            Some(kind) => kind,
+            None => "",
+        };
         let version = request.pointer("/kind/version").and_then(Value::as_str);
         let decode = |object: &Value| -> Result<Value, String> {
             if object.is_null() {

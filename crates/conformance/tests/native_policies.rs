@@ -135,7 +135,11 @@ fn judge_inputs(
 ) -> anyhow::Result<Judged> {
     // Both are asked about the object the API server lets through to
     // admission: pruned and typed as its schema says, or refused.
-    let request = match admission.admitted(request) {
+    // catalog-union's union settings are for a CRD with the union members.
+    let union_members = rule == "catalog-union"
+        && (settings.get("warnLegacy") == Some(&Value::Bool(true))
+            || settings.get("allowLegacy") == Some(&Value::Bool(false)));
+    let request = match admission.admitted(request, union_members) {
         Ok(admitted) => admitted,
         Err(_) => {
             return Ok(Judged::NotCovered(

@@ -10,9 +10,7 @@ use olm_guard_olm::catalog_source::GROUP;
 use olm_guard_rules::catalog_union::Settings;
 use serde_json::Value as Json;
 
-use super::{
-    Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch, cel_string, object_shape,
-};
+use super::{Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch};
 use crate::model::{BoundPolicy, MatchResources, NamedExpression, PolicySpec, Validation, named};
 
 /// The rule's name.
@@ -89,34 +87,13 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
     // new problem.
     variables.push(named(
         "storedBroken",
-        "request.operation == 'UPDATE' && oldObject != null && type(oldObject) == map && \
-         variables.oReadable && size(variables.oProblems) > 0",
+        "request.operation == 'UPDATE' && size(variables.oProblems) > 0",
     ));
     variables.push(named(
         "tolerated",
         "size(variables.nProblems) > 0 && variables.storedBroken && \
          (variables.sameConfiguration || variables.nProblems.all(p, p in variables.oProblems))",
     ));
-    let readable = Validation {
-        expression: format!("({}) && variables.nReadable", object_shape("object")),
-        message: Some(
-            "the CatalogSource cannot be read: spec must be a map, sourceType, image, address \
-             and configMap strings, grpcPodConfig and the union members maps"
-                .into(),
-        ),
-        message_expression: Some(
-            "type(object) != map ? 'request.object must be the CatalogSource being written (a \
-             JSON object); send the whole object with the CREATE or UPDATE' : \
-             type(variables.nSpec) != map ? 'spec must be an object holding ' + \
-             (variables.nUnion ? 'one of catalogImageSource, catalogServiceSource or \
-             configMapSource' : 'sourceType and one of image, address or configMap') + ', but \
-             it is ' + (type(variables.nSpec) == list ? 'a list' : type(variables.nSpec) == \
-             string ? 'a string' : type(variables.nSpec) == bool ? 'a boolean' : 'a number') + \
-             '; write spec as a mapping' : ''"
-                .into(),
-        ),
-        reason: Some("Invalid".into()),
-    };
     let one_source = Validation {
         expression: "size(variables.nProblems) == 0 || variables.tolerated".into(),
         message: Some("spec must configure exactly one catalog source".into()),
@@ -137,7 +114,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
                 resource_rules: rules.clone(),
             },
             variables.clone(),
-            vec![readable, one_source],
+            vec![one_source],
         ),
         &["Deny"],
     );
@@ -248,28 +225,6 @@ fn schema_patch(cluster: Option<&[Json]>) -> Result<SchemaPatch, GenerateError> 
 /// The CatalogSource CRD's name.
 const CRD: &str = "catalogsources.operators.coreos.com";
 
-/// The pod fields both `grpcPodConfig` and `podSpecOverrides` hold have
-/// the types the module reads: nodeSelector a map of strings, tolerations a
-/// list of tolerations, priorityClassName a string.
-fn pod_fields(x: &str) -> String {
-    let string_or_null =
-        |f: &str| format!("(!('{f}' in t) || t.{f} == null || type(t.{f}) == string)");
-    format!(
-        "((!('nodeSelector' in {x}) || {x}.nodeSelector == null || \
-         (type({x}.nodeSelector) == map && {x}.nodeSelector.all(k, type({x}.nodeSelector[k]) == \
-         string))) && (!('tolerations' in {x}) || {x}.tolerations == null || \
-         (type({x}.tolerations) == list && {x}.tolerations.all(t, type(t) == map && {key} && \
-         {operator} && {value} && {effect} && (!('tolerationSeconds' in t) || \
-         t.tolerationSeconds == null || type(t.tolerationSeconds) == int)))) && \
-         (!('priorityClassName' in {x}) || {x}.priorityClassName == null || \
-         type({x}.priorityClassName) == string))",
-        key = string_or_null("key"),
-        operator = string_or_null("operator"),
-        value = string_or_null("value"),
-        effect = string_or_null("effect"),
-    )
-}
-
 /// `items` (a CEL list of distinct strings) as "a", "a and b", "a, b and c".
 fn join_and(items: &str) -> String {
     format!(
@@ -280,17 +235,20 @@ fn join_and(items: &str) -> String {
 }
 
 /// The variables computing the problems of `object` (a request variable)
-/// under the prefix `p`: `{p}Spec`, `{p}Readable`, `{p}Problems`, ...
+/// under the prefix `p`: `{p}Spec`, `{p}Problems`, ... What reaches
+/// admission is typed by the CRD's schema (sourceType required, the source
+/// fields strings), so nothing here guards a type. On the CRD clusters run
+/// today the union members do not exist (the API server prunes them), so
+/// they are written only under the settings that name them (`warnLegacy`,
+/// `allowLegacy: false`), for a CRD that has them.
 fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpression> {
     let legacy_counts = settings.allow_legacy || settings.migrate_legacy;
-    let union_by_settings =
-        settings.warn_legacy || settings.migrate_legacy || !settings.allow_legacy;
+    let union = settings.warn_legacy || settings.migrate_legacy || !settings.allow_legacy;
     let s = format!("variables.{p}Spec");
     let v = |name: &str| format!("variables.{p}{name}");
-    let present = |key: &str| format!("('{key}' in {s} && {s}.{key} != null)");
+    let present = |key: &str| format!("has({s}.{key})");
     let string_of = |key: &str| format!("({present} ? {s}.{key} : '')", present = present(key));
     let empty = |value: &str| format!("{value}.matches('^{WS}*$')");
-    let what = |value: &str| format!("({} ? 'empty' : '')", empty(value));
     let address_problem = |field: &str, key_present: &str, value: &str| {
         format!(
             "(!{key_present} ? ['{field} is missing: write the host:port of the running \
@@ -303,93 +261,170 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
             why = address_why(value),
         )
     };
-    let terms_union = v("Union");
-    let how = format!(
-        "({terms_union} ? 'set exactly one of {}' : 'set {}')",
-        HOW_TO_CONFIGURE, HOW_TO_CONFIGURE_LEGACY
-    );
-    let replacement_of = "{'image': 'spec.catalogImageSource.catalogImage', 'address': \
-                          'spec.catalogServiceSource.address', 'configMap': \
-                          'spec.configMapSource.configMap', 'grpcPodConfig': \
-                          'spec.catalogImageSource.podSpecOverrides', 'sourceType': 'the member \
-                          key itself (catalogImageSource, catalogServiceSource or \
-                          configMapSource)'}";
+    let how = if union {
+        format!("'set exactly one of {HOW_TO_CONFIGURE}'")
+    } else {
+        format!("'set {HOW_TO_CONFIGURE_LEGACY}'")
+    };
     let source_type = string_of("sourceType");
+    let legacy_keys = if union {
+        "['sourceType', 'image', 'address', 'configMap', 'grpcPodConfig']"
+    } else {
+        "['sourceType', 'image', 'address', 'configMap', 'grpcPodConfig', 'catalogImageSource', \
+         'catalogServiceSource', 'configMapSource']"
+    };
     let mut out = vec![
         named(
             &format!("{p}Spec"),
-            &format!(
-                "{object} == null || type({object}) != map || !('spec' in {object}) || \
-                 {object}.spec == null ? {{}} : {object}.spec"
-            ),
+            &format!("{object} != null && has({object}.spec) ? {object}.spec : {{}}"),
         ),
-        named(
-            &format!("{p}Readable"),
-            &format!(
-                "type({s}) == map && \
-                 ['sourceType', 'image', 'address', 'configMap'].all(k, !(k in {s}) || \
-                 {s}[k] == null || type({s}[k]) == string) && \
-                 ['grpcPodConfig', 'catalogImageSource', 'catalogServiceSource', \
-                 'configMapSource'].all(k, !(k in {s}) || {s}[k] == null || type({s}[k]) == map) \
-                 && (!{ims} || ((!('catalogImage' in {s}.catalogImageSource) || \
-                 {s}.catalogImageSource.catalogImage == null || \
-                 type({s}.catalogImageSource.catalogImage) == string) && \
-                 (!('podSpecOverrides' in {s}.catalogImageSource) || \
-                 {s}.catalogImageSource.podSpecOverrides == null || \
-                 type({s}.catalogImageSource.podSpecOverrides) == map))) && \
-                 (!{sss} || !('address' in {s}.catalogServiceSource) || \
-                 {s}.catalogServiceSource.address == null || \
-                 type({s}.catalogServiceSource.address) == string) && \
-                 (!{cms} || !('configMap' in {s}.configMapSource) || \
-                 {s}.configMapSource.configMap == null || \
-                 type({s}.configMapSource.configMap) == string) && \
-                 (!{gpc} || {pod_gpc}) && (!{ims} || !('podSpecOverrides' in \
-                 {s}.catalogImageSource) || {s}.catalogImageSource.podSpecOverrides == null || \
-                 {pod_ims})",
-                pod_gpc = pod_fields(&format!("{s}.grpcPodConfig")),
-                pod_ims = pod_fields(&format!("{s}.catalogImageSource.podSpecOverrides")),
-                ims = present("catalogImageSource"),
-                sss = present("catalogServiceSource"),
-                cms = present("configMapSource"),
-                gpc = present("grpcPodConfig"),
-            ),
-        ),
-        // The catalog configuration (rule 7): the eight keys, null when absent.
+        // The catalog configuration (rule 7): its keys, null when absent.
         named(
             &format!("{p}Configuration"),
+            &format!("{legacy_keys}.map(k, k in {s} ? {s}[k] : null)"),
+        ),
+        named(
+            &format!("{p}Alternatives"),
             &format!(
-                "type({s}) != map ? [] : ['sourceType', 'image', 'address', 'configMap', \
-                 'grpcPodConfig', 'catalogImageSource', 'catalogServiceSource', \
-                 'configMapSource'].map(k, k in {s} ? {s}[k] : null)"
+                "{members}({legacy_counts} && {} && ({} || {} || {}) ? ['legacy'] : [])",
+                present("sourceType"),
+                present("image"),
+                present("address"),
+                present("configMap"),
+                members = if union {
+                    format!("{} + ", v("Members"))
+                } else {
+                    String::new()
+                },
             ),
         ),
+    ];
+    if union {
+        out.extend(union_variables(&s, p));
+    }
+    // Rule 3 and 4 for a legacy spec.
+    let pod_config_without_image = "'spec.grpcPodConfig is only used with spec.sourceType \
+                                    \"grpc\" and spec.image, which this spec does not set: \
+                                    remove it'";
+    let grpc_alone = if union {
+        "'spec.sourceType \"grpc\" needs spec.image or spec.address; better, write \
+         spec.catalogImageSource.catalogImage or spec.catalogServiceSource.address'"
+    } else {
+        "'spec.sourceType \"grpc\" needs spec.image (an operator-registry image) or \
+         spec.address (host:port of a running registry)'"
+    };
+    let grpc = format!(
+        "({cm} ? ['spec.configMap is ignored with spec.sourceType \"grpc\": remove it, or set \
+         spec.sourceType \"configmap\" if the catalog is in that ConfigMap'] : []) + ({image} ? \
+         (({address} ? ['spec.address is ignored because spec.image is set (OLM runs the image): \
+         remove spec.address, or remove spec.image to use the running registry'] : []) + \
+         ({image_empty} ? ['spec.image is empty: name the operator-registry image to serve'] : \
+         [])) : {address} ? (({gpc} ? [{pod_config_without_image}] : []) + {address_problem}) : \
+         [{grpc_alone}])",
+        cm = present("configMap"),
+        image = present("image"),
+        address = present("address"),
+        gpc = present("grpcPodConfig"),
+        image_empty = empty(&string_of("image")),
+        address_problem = address_problem("spec.address", "true", &string_of("address")),
+    );
+    let configmap_alone = if union {
+        format!(
+            "'spec.sourceType \"' + {source_type} + '\" needs spec.configMap; better, write \
+             spec.configMapSource.configMap'"
+        )
+    } else {
+        format!(
+            "'spec.sourceType \"' + {source_type} + '\" needs spec.configMap (the name of the \
+             ConfigMap that holds the catalog)'"
+        )
+    };
+    let configmap = format!(
+        "({image} ? ['spec.image is ignored with spec.sourceType \"' + {source_type} + '\": \
+         remove it, or set spec.sourceType \"grpc\" if the catalog comes from it'] : []) + \
+         ({address} ? ['spec.address is ignored with spec.sourceType \"' + {source_type} + '\": \
+         remove it, or set spec.sourceType \"grpc\" if the catalog comes from it'] : []) + \
+         ({gpc} ? [{pod_config_without_image}] : []) + (!{cm} ? [{configmap_alone}] : \
+         {cm_empty} ? ['spec.configMap is empty: name the ConfigMap that holds the catalog'] : \
+         [])",
+        cm = present("configMap"),
+        image = present("image"),
+        address = present("address"),
+        gpc = present("grpcPodConfig"),
+        cm_empty = empty(&string_of("configMap")),
+    );
+    let hint = |name: &str| format!("{source_type}.matches('(?i)^{WS}*{name}{WS}*$')");
+    let fix_source_type = if union {
+        format!("better, drop the deprecated spec.sourceType and set one of {HOW_TO_CONFIGURE}")
+    } else {
+        format!("set {HOW_TO_CONFIGURE_LEGACY}")
+    };
+    let unknown_source_type = format!(
+        "['spec.sourceType \"' + {source_type} + '\" is not a source type OLM knows' + ({grpc} \
+         ? ' (did you mean \"grpc\"?)' : {configmap} ? ' (did you mean \"configmap\"?)' : \
+         {internal} ? ' (did you mean \"internal\"?)' : '') + ': OLM accepts only \"grpc\", \
+         \"configmap\", \"internal\"; {fix_source_type}']",
+        grpc = hint("grpc"),
+        configmap = hint("configmap"),
+        internal = hint("internal"),
+    );
+    let legacy = format!(
+        "({source_type} == 'grpc' ? {grpc} : {source_type} == 'configmap' || {source_type} == \
+         'internal' ? {configmap} : {unknown_source_type})"
+    );
+    out.push(named(
+        &format!("{p}NoneFound"),
+        &if union {
+            none_found(&s, p, legacy_counts, &how)
+        } else {
+            // The CRD requires sourceType, so with no source beside it the
+            // type alone is what is there.
+            format!(
+                "'spec must configure exactly one catalog source but configures none \
+                 (spec.sourceType \"' + {source_type} + '\" alone names no catalog: legacy \
+                 sources also need spec.image, spec.address or spec.configMap); ' + {how}"
+            )
+        },
+    ));
+    let alts = v("Alternatives");
+    let none = v("NoneFound");
+    out.push(named(
+        &format!("{p}Problems"),
+        &if union {
+            format!(
+                "size({alts}) == 0 ? [{none}] : size({alts}) > 1 ? {several} : {alts}[0] == \
+                 'legacy' ? {legacy} : {stray} + {member_problem}",
+                several = several(p),
+                stray = stray(p),
+                member_problem = member_problem(&s, p),
+            )
+        } else {
+            format!("size({alts}) == 0 ? [{none}] : {legacy}")
+        },
+    ));
+    out
+}
+
+/// The variables only a CRD with the union members needs: its members, and
+/// what rule 5's warning and the stray keys' advice name.
+fn union_variables(s: &str, p: &str) -> Vec<NamedExpression> {
+    let v = |name: &str| format!("variables.{p}{name}");
+    let present = |key: &str| format!("has({s}.{key})");
+    let string_of = |key: &str| format!("({present} ? {s}.{key} : '')", present = present(key));
+    let source_type = string_of("sourceType");
+    vec![
         named(
             &format!("{p}Deprecated"),
             &format!(
                 "['sourceType', 'image', 'address', 'configMap', 'grpcPodConfig'].filter(k, k in \
-                 {s} && {s}[k] != null)"
+                 {s})"
             ),
         ),
         named(
             &format!("{p}Members"),
             &format!(
                 "['catalogImageSource', 'catalogServiceSource', 'configMapSource'].filter(k, k in \
-                 {s} && {s}[k] != null)"
-            ),
-        ),
-        named(
-            &format!("{p}Union"),
-            &format!("size({}) > 0 || {union_by_settings}", v("Members")),
-        ),
-        named(
-            &format!("{p}Alternatives"),
-            &format!(
-                "{} + ({legacy_counts} && {} && ({} || {} || {}) ? ['legacy'] : [])",
-                v("Members"),
-                present("sourceType"),
-                present("image"),
-                present("address"),
-                present("configMap"),
+                 {s})"
             ),
         ),
         // grpcPodConfig's fields that podSpecOverrides cannot hold.
@@ -397,8 +432,8 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
             &format!("{p}UnportableFields"),
             &format!(
                 "!{gpc} ? [] : ['affinity', 'securityContextConfig', 'extractContent', \
-                 'memoryTarget'].filter(f, f in {s}.grpcPodConfig && {s}.grpcPodConfig[f] != \
-                 null).map(f, 'spec.grpcPodConfig.' + f)",
+                 'memoryTarget'].filter(f, f in {s}.grpcPodConfig).map(f, \
+                 'spec.grpcPodConfig.' + f)",
                 gpc = present("grpcPodConfig"),
             ),
         ),
@@ -434,9 +469,19 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
                 cm = string_of("configMap"),
             ),
         ),
-    ];
-    // Rule 3 beside a member: each deprecated key is a problem.
-    let stray = format!(
+    ]
+}
+
+/// Rule 3 beside a member: each deprecated key is a problem.
+fn stray(p: &str) -> String {
+    let v = |name: &str| format!("variables.{p}{name}");
+    let replacement_of = "{'image': 'spec.catalogImageSource.catalogImage', 'address': \
+                          'spec.catalogServiceSource.address', 'configMap': \
+                          'spec.configMapSource.configMap', 'grpcPodConfig': \
+                          'spec.catalogImageSource.podSpecOverrides', 'sourceType': 'the member \
+                          key itself (catalogImageSource, catalogServiceSource or \
+                          configMapSource)'}";
+    format!(
         "{dep}.map(k, 'spec.' + k + ' is deprecated and OLM ignores it beside spec.' + \
          {members}[0] + ': remove it' + (k == 'sourceType' ? '' : k == 'grpcPodConfig' && \
          {unportable} != '' ? ' (its replacement is ' + {replacement_of}[k] + ', but ' + \
@@ -445,122 +490,60 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
         members = v("Members"),
         unportable = v("Unportable"),
         reason = v("UnportableReason"),
-    );
-    // Rule 4 for the member.
-    let member_problem = format!(
-        "({members}[0] == 'catalogImageSource' ? (!('catalogImage' in {s}.catalogImageSource) \
-         || {s}.catalogImageSource.catalogImage == null ? \
+    )
+}
+
+/// Rule 4 for the one member.
+fn member_problem(s: &str, p: &str) -> String {
+    let members = format!("variables.{p}Members");
+    let empty = |value: &str| format!("{value}.matches('^{WS}*$')");
+    let address = format!("{s}.catalogServiceSource.address");
+    let why = address_why(&address);
+    format!(
+        "({members}[0] == 'catalogImageSource' ? (!has({s}.catalogImageSource.catalogImage) ? \
          ['spec.catalogImageSource.catalogImage is missing: name the operator-registry image to \
-         serve, e.g. quay.io/operatorhubio/catalog:latest'] : \
-         {img_empty} ? ['spec.catalogImageSource.catalogImage is empty: name the \
-         operator-registry image to serve, e.g. quay.io/operatorhubio/catalog:latest'] : []) : \
-         {members}[0] == 'catalogServiceSource' ? {service} : (!('configMap' in \
-         {s}.configMapSource) || {s}.configMapSource.configMap == null ? \
-         ['spec.configMapSource.configMap is missing: name the ConfigMap in this namespace that \
-         holds the catalog'] : {cm_empty} ? ['spec.configMapSource.configMap is empty: name the \
-         ConfigMap in this namespace that holds the catalog'] : []))",
-        members = v("Members"),
+         serve, e.g. quay.io/operatorhubio/catalog:latest'] : {img_empty} ? \
+         ['spec.catalogImageSource.catalogImage is empty: name the operator-registry image to \
+         serve, e.g. quay.io/operatorhubio/catalog:latest'] : []) : {members}[0] == \
+         'catalogServiceSource' ? (!has({s}.catalogServiceSource.address) ? \
+         ['spec.catalogServiceSource.address is missing: write the host:port of the running \
+         registry, e.g. my-registry.my-namespace.svc:50051'] : {addr_empty} ? \
+         ['spec.catalogServiceSource.address is empty: write the host:port of the running \
+         registry, e.g. my-registry.my-namespace.svc:50051'] : {why} == '' ? [] : \
+         ['spec.catalogServiceSource.address \"' + {address} + '\" is not host:port (' + {why} + \
+         '); write it as e.g. my-registry.my-namespace.svc:50051']) : \
+         (!has({s}.configMapSource.configMap) ? ['spec.configMapSource.configMap is missing: \
+         name the ConfigMap in this namespace that holds the catalog'] : {cm_empty} ? \
+         ['spec.configMapSource.configMap is empty: name the ConfigMap in this namespace that \
+         holds the catalog'] : []))",
         img_empty = empty(&format!("{s}.catalogImageSource.catalogImage")),
+        addr_empty = empty(&address),
         cm_empty = empty(&format!("{s}.configMapSource.configMap")),
-        service = address_problem(
-            "spec.catalogServiceSource.address",
-            &format!(
-                "('address' in {s}.catalogServiceSource && {s}.catalogServiceSource.address != \
-                 null)"
-            ),
-            &format!("{s}.catalogServiceSource.address"),
-        ),
-    );
-    let _ = what;
-    // Rule 3 and 4 for a legacy spec.
-    let pod_config_without_image = "'spec.grpcPodConfig is only used with spec.sourceType \
-                                    \"grpc\" and spec.image, which this spec does not set: \
-                                    remove it'";
-    let grpc = format!(
-        "({cm} ? ['spec.configMap is ignored with spec.sourceType \"grpc\": remove it, or set \
-         spec.sourceType \"configmap\" if the catalog is in that ConfigMap'] : []) + ({image} ? \
-         (({address} ? ['spec.address is ignored because spec.image is set (OLM runs the image): \
-         remove spec.address, or remove spec.image to use the running registry'] : []) + \
-         ({image_empty} ? ['spec.image is empty: name the operator-registry image to serve'] : \
-         [])) : {address} ? (({gpc} ? [{pod_config_without_image}] : []) + {address_problem}) : \
-         [{terms_union} ? 'spec.sourceType \"grpc\" needs spec.image or spec.address; better, \
-         write spec.catalogImageSource.catalogImage or spec.catalogServiceSource.address' : \
-         'spec.sourceType \"grpc\" needs spec.image (an operator-registry image) or \
-         spec.address (host:port of a running registry)'])",
-        cm = present("configMap"),
-        image = present("image"),
-        address = present("address"),
-        gpc = present("grpcPodConfig"),
-        image_empty = empty(&string_of("image")),
-        address_problem = address_problem("spec.address", "true", &string_of("address")),
-    );
-    let configmap = format!(
-        "({image} ? ['spec.image is ignored with spec.sourceType \"' + {source_type} + '\": \
-         remove it, or set spec.sourceType \"grpc\" if the catalog comes from it'] : []) + \
-         ({address} ? ['spec.address is ignored with spec.sourceType \"' + {source_type} + '\": \
-         remove it, or set spec.sourceType \"grpc\" if the catalog comes from it'] : []) + \
-         ({gpc} ? [{pod_config_without_image}] : []) + (!{cm} ? [{terms_union} ? \
-         'spec.sourceType \"' + {source_type} + '\" needs spec.configMap; better, write \
-         spec.configMapSource.configMap' : 'spec.sourceType \"' + {source_type} + '\" needs \
-         spec.configMap (the name of the ConfigMap that holds the catalog)'] : {cm_empty} ? \
-         ['spec.configMap is empty: name the ConfigMap that holds the catalog'] : [])",
-        cm = present("configMap"),
-        image = present("image"),
-        address = present("address"),
-        gpc = present("grpcPodConfig"),
-        cm_empty = empty(&string_of("configMap")),
-    );
-    let hint = |name: &str| format!("{source_type}.matches('(?i)^{WS}*{name}{WS}*$')");
-    let unknown_source_type = format!(
-        "['spec.sourceType \"' + {source_type} + '\" is not a source type OLM knows' + ({grpc} \
-         ? ' (did you mean \"grpc\"?)' : {configmap} ? ' (did you mean \"configmap\"?)' : \
-         {internal} ? ' (did you mean \"internal\"?)' : '') + ': OLM accepts only \"grpc\", \
-         \"configmap\", \"internal\"; ' + ({terms_union} ? 'better, drop the deprecated \
-         spec.sourceType and set one of {HOW_TO_CONFIGURE}' : 'set {HOW_TO_CONFIGURE_LEGACY}')]",
-        grpc = hint("grpc"),
-        configmap = hint("configmap"),
-        internal = hint("internal"),
-    );
-    let legacy = format!(
-        "({source_type} == 'grpc' ? {grpc} : {source_type} == 'configmap' || {source_type} == \
-         'internal' ? {configmap} : {unknown_source_type})"
-    );
-    // Rule 2, too many.
-    let several = format!(
+    )
+}
+
+/// Rule 2, too many.
+fn several(p: &str) -> String {
+    let v = |name: &str| format!("variables.{p}{name}");
+    let alts = v("Alternatives");
+    format!(
         "['spec must configure exactly one catalog source (oneOf) but configures ' + \
          string(size({alts})) + ': ' + {names} + '; ' + ('legacy' in {alts} ? 'keep one of \
          them; to keep a union member, remove the deprecated ' + {deprecated} : 'keep one of \
          them and remove the others')]",
-        alts = v("Alternatives"),
         names = join_and(&format!(
-            "{}.map(a, a == 'legacy' ? 'the legacy ' + {} : 'spec.' + a)",
-            v("Alternatives"),
+            "{alts}.map(a, a == 'legacy' ? 'the legacy ' + {} : 'spec.' + a)",
             join_and(&format!(
                 "{}.filter(k, k != 'grpcPodConfig').map(k, 'spec.' + k)",
                 v("Deprecated")
             )),
         )),
         deprecated = join_and(&format!("{}.map(k, 'spec.' + k)", v("Deprecated"))),
-    );
-    out.push(named(
-        &format!("{p}NoneFound"),
-        &none_found(&s, p, legacy_counts, &how),
-    ));
-    out.push(named(
-        &format!("{p}Problems"),
-        &format!(
-            "!{readable} ? [] : size({alts}) == 0 ? [{none}] : size({alts}) > 1 ? {several} : \
-             {alts}[0] == 'legacy' ? {legacy} : {stray} + {member_problem}",
-            readable = v("Readable"),
-            alts = v("Alternatives"),
-            none = v("NoneFound"),
-        ),
-    ));
-    let _ = cel_string;
-    out
+    )
 }
 
-/// Rule 2, none found: why the keys that are there do not count.
+/// Rule 2, none found, on a CRD with the union members: why the keys that
+/// are there do not count.
 fn none_found(s: &str, p: &str, legacy_counts: bool, how: &str) -> String {
     let v = |name: &str| format!("variables.{p}{name}");
     let deprecated = v("Deprecated");
@@ -596,7 +579,7 @@ fn none_found(s: &str, p: &str, legacy_counts: bool, how: &str) -> String {
          spec.catalogImageSource.catalogImage' + ({unportable} != '' ? ', but ' + {reason} : '') \
          : 'spec.grpcPodConfig only tunes the registry pod of spec.sourceType: grpc with \
          spec.image and names no catalog'])",
-        union = v("Union"),
+        union = "true",
         fields = spec_fields(&sources),
         hh = has_or_have(&sources),
         replacements = join_and(&format!("{sources}.map(k, {replacement_of}[k])")),
@@ -616,7 +599,7 @@ fn none_found(s: &str, p: &str, legacy_counts: bool, how: &str) -> String {
          && {s}.sourceType != null) && size({deprecated}) > 0 ? {without_type} : 'sourceType' in \
          {s} && {s}.sourceType != null ? {source_type_alone} : [])"
     );
-    let union = v("Union");
+    let union = "true";
     format!(
         "'spec must configure exactly one catalog source' + ({union} ? ' (oneOf)' : '') + ' but \
          configures none' + \

@@ -254,24 +254,6 @@ pub(crate) fn user_text() -> &'static str {
      request.userInfo.groups.join(', ') : '') + '])')"
 }
 
-/// A validation that the object has the shape the API server decodes every
-/// object into (metadata and spec maps, labels a map of strings), so that
-/// what the API server would refuse to decode is refused here too, as the
-/// modules refuse it.
-pub(crate) fn object_shape(variable: &str) -> String {
-    let o = variable;
-    format!(
-        "{o} == null || (type({o}) == map && \
-         (!has({o}.metadata) || {o}.metadata == null || (type({o}.metadata) == map && \
-         (!has({o}.metadata.labels) || {o}.metadata.labels == null || \
-         (type({o}.metadata.labels) == map && \
-         {o}.metadata.labels.all(k, type({o}.metadata.labels[k]) == string))) && \
-         (!has({o}.metadata.name) || {o}.metadata.name == null || \
-         type({o}.metadata.name) == string))) && \
-         (!has({o}.spec) || {o}.spec == null || type({o}.spec) == map))"
-    )
-}
-
 /// Why the native form of `rule` cannot be held to the module's answer on
 /// `request` in `cluster`, when the answer depends on something the
 /// generated policies do not see (see each rule's table of checks).
