@@ -328,21 +328,25 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
                 fed("variables.oldLabels")
             ),
         ),
+        // Whether comparing the rules would not fit one CEL expression's
+        // cost: finding the changed rules costs about one per (new, stored)
+        // pair, the comparison about 30 per (atom, stored rule) pair.
+        named(
+            "tooManyRules",
+            &format!("size(variables.newRules) * size(variables.oldRules) > {MAX_RULE_PAIRS}"),
+        ),
         // The rules an update writes that the stored object does not have:
         // only these can add anything.
         named(
             "changedRules",
-            "variables.rulesUnchanged ? [] : variables.newRules.filter(r, !(r in \
-             variables.oldRules))",
+            "variables.rulesUnchanged || variables.tooManyRules ? [] : \
+             variables.newRules.filter(r, !(r in variables.oldRules))",
         ),
-        // Whether comparing them with the stored rules would not fit one
-        // CEL expression's cost (MAX_RULE_PAIRS, MAX_ATOMS_PER_RULE).
         named(
             "tooLarge",
             &format!(
-                "size(variables.changedRules) * size(variables.oldRules) > \
-                 {MAX_RULE_PAIRS} || variables.changedRules.exists(r, {atoms} > \
-                 {MAX_ATOMS_PER_RULE})"
+                "variables.tooManyRules || variables.changedRules.exists(r, {atoms} * \
+                 size(variables.changedRules) * size(variables.oldRules) > {MAX_ATOM_PAIRS})"
             ),
         ),
         named(
@@ -367,7 +371,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         named(
             "undecidable",
             "request.operation == 'UPDATE' && size(variables.fedNow) > \
-             size(variables.newlyFed) && size(variables.changedRules) > 0 && variables.tooLarge",
+             size(variables.newlyFed) && !variables.rulesUnchanged && variables.tooLarge",
         ),
         named(
             "escalate",
@@ -448,14 +452,14 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
             ),
             message: Some(TOO_LARGE.into()),
             message_expression: Some(format!(
-                "'ClusterRole \"' + variables.selfName + '\" changes ' + \
-                 string(size(variables.changedRules)) + ' of its rules while feeding ' + \
-                 variables.fedNow.map(t, '\"' + t + '\"').join(', ') + ': comparing them with \
-                 its ' + string(size(variables.oldRules)) + ' stored rules is more than this \
+                "'ClusterRole \"' + variables.selfName + '\" changes its rules (' + \
+                 string(size(variables.newRules)) + ', ' + string(size(variables.oldRules)) + \
+                 ' stored) while feeding ' + variables.fedNow.map(t, '\"' + t + '\"').join(', ') \
+                 + ': comparing them with the stored rules is more than this \
                  ValidatingAdmissionPolicy can do within the API server\\'s CEL cost limits (at \
-                 most {MAX_RULE_PAIRS} changed × stored rules, {MAX_ATOMS_PER_RULE} verb × \
-                 resource atoms per rule); run olm-guard\\'s aggregation-escalation module to \
-                 judge it, or have a cluster administrator apply this ClusterRole'"
+                 most {MAX_RULE_PAIRS} new x stored rules, and {MAX_ATOM_PAIRS} changed-rule atoms \
+                 x stored rules); run olm-guard\\'s aggregation-escalation module to judge it, or \
+                 have a cluster administrator apply this ClusterRole'"
             )),
             reason: Some("Forbidden".into()),
         },
@@ -552,13 +556,15 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
     })
 }
 
-/// The most changed × stored rules an update may compare: the walk costs
-/// cel-go about 18 per (atom, stored rule) pair, and one expression may
-/// spend 1,000,000 (measured in `crates/native/tests/limits.rs`).
-pub const MAX_RULE_PAIRS: usize = 2_000;
-/// The most atoms (verbs × groups × resources × names, + verbs × URLs) one
-/// changed rule may have.
-pub const MAX_ATOMS_PER_RULE: usize = 25;
+/// The most new × stored rules an update may have for the native policy
+/// to find its changed rules (about one unit of cel-go's cost per pair, of
+/// the 1,000,000 one expression may spend; `crates/native/tests/limits.rs`
+/// measures it).
+pub const MAX_RULE_PAIRS: usize = 500_000;
+/// The most (atom of a changed rule) × (stored rule) pairs the native
+/// policy compares (about 30 each); an atom is a verb × group × resource ×
+/// name, or a verb × non-resource URL.
+pub const MAX_ATOM_PAIRS: usize = 25_000;
 /// The static message of the denial above those sizes.
 const TOO_LARGE: &str = "this ClusterRole is too large for the native policy to judge: run \
                          olm-guard's aggregation-escalation module";

@@ -62,6 +62,13 @@ pub const CHECKS: &[Check] = &[
     ),
 ];
 
+/// The longest source field (`address`, `image`, `configMap`, `sourceType`)
+/// the native policy judges: an address costs about five units of cel-go's
+/// cost per character to read, and one expression may spend 1,000,000
+/// (`crates/native/tests/limits.rs` measures it). Real ones are host names
+/// and image references, a few hundred characters at most.
+pub const MAX_SOURCE_LENGTH: usize = 100_000;
+
 /// Rust's `char::is_whitespace` in RE2 (`\s` lacks `\v` and U+0085; `\pZ`
 /// holds the Unicode spaces).
 const WS: &str = "[\\\\s\\\\x{0B}\\\\x{85}\\\\pZ]";
@@ -94,6 +101,22 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         "size(variables.nProblems) > 0 && variables.storedBroken && \
          (variables.sameConfiguration || variables.nProblems.all(p, p in variables.oProblems))",
     ));
+    // Above the lengths the policy can judge within the API server's cost
+    // limits, it says so instead of judging.
+    let judgeable = Validation {
+        expression: "size(variables.nTooLong) == 0".into(),
+        message: Some(format!(
+            "a catalog source field is longer than the native policy can check \
+             ({MAX_SOURCE_LENGTH} characters): run olm-guard's catalog-union module"
+        )),
+        message_expression: Some(format!(
+            "variables.nTooLong.join(', ') + ' ' + (size(variables.nTooLong) == 1 ? 'is' : \
+             'are') + ' longer than the {MAX_SOURCE_LENGTH} characters this \
+             ValidatingAdmissionPolicy can check within the API server\\'s CEL cost limits: run \
+             olm-guard\\'s catalog-union module to judge this CatalogSource'"
+        )),
+        reason: Some("Invalid".into()),
+    };
     let one_source = Validation {
         expression: "size(variables.nProblems) == 0 || variables.tolerated".into(),
         message: Some("spec must configure exactly one catalog source".into()),
@@ -114,7 +137,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
                 resource_rules: rules.clone(),
             },
             variables.clone(),
-            vec![one_source],
+            vec![judgeable, one_source],
         ),
         &["Deny"],
     );
@@ -268,10 +291,10 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
     };
     let source_type = string_of("sourceType");
     let legacy_keys = if union {
-        "['sourceType', 'image', 'address', 'configMap', 'grpcPodConfig']"
-    } else {
         "['sourceType', 'image', 'address', 'configMap', 'grpcPodConfig', 'catalogImageSource', \
          'catalogServiceSource', 'configMapSource']"
+    } else {
+        "['sourceType', 'image', 'address', 'configMap', 'grpcPodConfig']"
     };
     let mut out = vec![
         named(
@@ -283,25 +306,26 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
             &format!("{p}Configuration"),
             &format!("{legacy_keys}.map(k, k in {s} ? {s}[k] : null)"),
         ),
-        named(
-            &format!("{p}Alternatives"),
-            &format!(
-                "{members}({legacy_counts} && {} && ({} || {} || {}) ? ['legacy'] : [])",
-                present("sourceType"),
-                present("image"),
-                present("address"),
-                present("configMap"),
-                members = if union {
-                    format!("{} + ", v("Members"))
-                } else {
-                    String::new()
-                },
-            ),
-        ),
     ];
     if union {
         out.extend(union_variables(&s, p));
     }
+    out.push(named(
+        &format!("{p}Alternatives"),
+        &format!(
+            "{members}({legacy_counts} && {} && ({} || {} || {}) ? ['legacy'] : [])",
+            present("sourceType"),
+            present("image"),
+            present("address"),
+            present("configMap"),
+            members = if union {
+                format!("{} + ", v("Members"))
+            } else {
+                String::new()
+            },
+        ),
+    ));
+
     // Rule 3 and 4 for a legacy spec.
     let pod_config_without_image = "'spec.grpcPodConfig is only used with spec.sourceType \
                                     \"grpc\" and spec.image, which this spec does not set: \
@@ -386,20 +410,52 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
             )
         },
     ));
+    // The source fields' lengths bound the cost of judging them (the
+    // address's form is read with regular expressions, about five units of
+    // cost per character).
+    let mut fields: Vec<String> = ["sourceType", "image", "address", "configMap"]
+        .iter()
+        .map(|f| format!("{s}.{f}"))
+        .collect();
+    if union {
+        fields.extend([
+            format!("{s}.catalogImageSource.catalogImage"),
+            format!("{s}.catalogServiceSource.address"),
+            format!("{s}.configMapSource.configMap"),
+        ]);
+    }
+    out.push(named(
+        &format!("{p}TooLong"),
+        &fields
+            .iter()
+            .map(|f| {
+                let (parent, field) = f.rsplit_once('.').unwrap_or(("", f));
+                let present = if parent == s {
+                    format!("has({f})")
+                } else {
+                    format!("has({parent}) && has({f})")
+                };
+                let name = f.replacen(&s, "spec", 1);
+                format!("({present} && size({f}) > {MAX_SOURCE_LENGTH} ? ['{name}'] : [])")
+            })
+            .collect::<Vec<_>>()
+            .join(" + "),
+    ));
     let alts = v("Alternatives");
     let none = v("NoneFound");
+    let too_long = v("TooLong");
     out.push(named(
         &format!("{p}Problems"),
         &if union {
             format!(
-                "size({alts}) == 0 ? [{none}] : size({alts}) > 1 ? {several} : {alts}[0] == \
-                 'legacy' ? {legacy} : {stray} + {member_problem}",
+                "size({too_long}) > 0 ? [] : size({alts}) == 0 ? [{none}] : size({alts}) > 1 ? \
+                 {several} : {alts}[0] == 'legacy' ? {legacy} : {stray} + {member_problem}",
                 several = several(p),
                 stray = stray(p),
                 member_problem = member_problem(&s, p),
             )
         } else {
-            format!("size({alts}) == 0 ? [{none}] : {legacy}")
+            format!("size({too_long}) > 0 ? [] : size({alts}) == 0 ? [{none}] : {legacy}")
         },
     ));
     out

@@ -220,7 +220,8 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                     .into(),
             ),
             message_expression: Some(format!(
-                "'ScopeTemplate \"' + variables.name + '\": ' + {user} + ' is attempting to \
+                "size(variables.atoms) <= {k} ? '' : 'ScopeTemplate \"' + variables.name + '\": ' + \
+                 {user} + ' is attempting to \
                  grant RBAC permissions not currently held cluster-wide through oria, which \
                  creates these ClusterRoles with its own escalate permission: ' + {missing} + '. \
                  Remove those rules from the template, or have it created by someone who holds \
