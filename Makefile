@@ -74,7 +74,9 @@ fmt-check:
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Debian's docker-registry (the CNCF distribution registry) for the OCI tests.
+# Debian's packages the tests need (docker-registry, chromium, chromium-driver,
+# fonts-dejavu-core), installed as root; where they are missing and cannot be
+# installed it fails, naming them and the command that installs them.
 test-deps:
 	scripts/test-deps.sh
 
@@ -97,11 +99,12 @@ record-replay:
 # Everything: fmt; one build phase of two lines at once (the workspace's test
 # binaries, linted as they compile, with the host among them; beside it the
 # test dependencies, the modules and the playground); the modules annotated; every test binary of the
-# workspace (the playground's in headless Chromium among them, required here
-# rather than skipped; Kubewarden's own waPC host on every scenario; the
-# bounded fuzz run); every scenario recorded and replayed.
-test: export OLM_GUARD_REQUIRE_BROWSER := 1
+# workspace (the playground's in headless Chromium among them; Kubewarden's
+# own waPC host on every scenario; the bounded fuzz run); every scenario
+# recorded and replayed. A test tool that is missing and cannot be installed
+# here fails the run first (`test-deps.sh --check`), before the build.
 test: fmt-check
+	scripts/test-deps.sh --check
 	$(MAKE) --no-print-directory -j2 HOST_BUILD='$(TEST_BUILD)' host test-side
 	$(MAKE) --no-print-directory annotate
 	$(LINTED) $(CARGO) test --workspace -- --skip $(CONFORMANCE_TEST) --skip $(NATIVE_TEST)
@@ -151,7 +154,9 @@ bench: dist
 # deploy/: a ClusterAdmissionPolicy per module and policies.yml for a bare
 # policy-server, generated from the modules' metadata; deploy/native/: the
 # ValidatingAdmissionPolicies and CRD patches generated from the rules, for
-# clusters without Kubewarden (tests check both for drift).
+# clusters without Kubewarden (tests check both for drift); deploy/native-spec-group/:
+# group-authorization for a cluster that adopts spec.group, with its staged CRD
+# patches against the shipped upstream CRD.
 deploy: dist
 	@mkdir -p deploy
 	@for p in $(POLICIES); do \
@@ -161,6 +166,9 @@ deploy: dist
 	$(HOST) scaffold policies $(patsubst %,dist/%.wasm,$(POLICIES)) -o deploy/policies.yml
 	@rm -rf deploy/native
 	$(HOST) scaffold vap all -o deploy/native
+	@find deploy/native-spec-group -type f ! -name settings.yaml -delete
+	$(HOST) scaffold vap group-authorization -o deploy/native-spec-group \
+	  --settings group-authorization=deploy/native-spec-group/settings.yaml
 
 # artifacthub/: Artifact Hub package files from policies/*/metadata.yml and
 # README.md (a test checks drift).

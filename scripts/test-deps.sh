@@ -12,43 +12,93 @@
 #   PNG with (host/src/commands/bench/plot.rs);
 # - nodejs, npm: sigstore-js, the independent verifier of the bundle layout
 #   (host/tests/signing.rs), installed by `npm ci` from its lockfile in
-#   host/tests/sigstore-js.
+#   host/tests/sigstore-js (npm's registry, no root needed).
 #
-# Installed when missing and we are root; otherwise the tests that need them
-# skip with a message naming this script.
+# Installed when missing and we are root with apt-get. Otherwise the script
+# exits 1 naming each missing package and the command that installs it: the
+# tests that need them fail without them, so `make test` stops here rather
+# than reporting those failures after its build.
+#
+#   scripts/test-deps.sh           install what is missing (as root)
+#   scripts/test-deps.sh --check   install nothing: exit 1, naming the fix, when
+#                                  something is missing and cannot be installed
+#                                  here (not root, no apt-get). `make test` runs
+#                                  it before its build, so such a machine fails
+#                                  in a second, not after ten minutes.
 set -eu
 
-missing=""
-command -v docker-registry >/dev/null 2>&1 || [ -x /usr/bin/docker-registry ] ||
-  missing="$missing docker-registry"
-command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
-command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
-[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing="$missing fonts-dejavu-core"
-command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
+check_only=false
+case "${1:-}" in
+  --check) check_only=true ;;
+  "") ;;
+  *) echo "usage: scripts/test-deps.sh [--check]" >&2; exit 2 ;;
+esac
+
+# The Debian packages whose tools are missing, each after a space.
+missing_packages() {
+  out=""
+  command -v docker-registry >/dev/null 2>&1 || [ -x /usr/bin/docker-registry ] ||
+    out="$out docker-registry"
+  command -v chromium >/dev/null 2>&1 || out="$out chromium"
+  command -v chromedriver >/dev/null 2>&1 || out="$out chromium-driver"
+  [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || out="$out fonts-dejavu-core"
+  command -v npm >/dev/null 2>&1 || out="$out nodejs npm"
+  echo "$out"
+}
+
+# sigstore-js from its lockfile, once npm is there.
 sigstore_js() {
   js="$(dirname "$0")/../host/tests/sigstore-js"
-  [ -d "$js/node_modules/@sigstore/verify" ] || ! command -v npm >/dev/null 2>&1 ||
-    npm ci --prefix "$js" --no-audit --no-fund >/dev/null
+  [ -d "$js/node_modules/@sigstore/verify" ] && return 0
+  $check_only && return 0
+  npm ci --prefix "$js" --no-audit --no-fund >/dev/null || {
+    echo "test-deps: npm ci in host/tests/sigstore-js failed (above): the signing tests" \
+         "need sigstore-js; run it again once npm's registry answers" >&2
+    exit 1
+  }
 }
+
+missing=$(missing_packages)
 [ -z "$missing" ] && { sigstore_js; exit 0; }
 
 if [ "$(id -u)" != 0 ]; then
-  echo "test-deps: missing:$missing and we are not root;" \
-       "install with: sudo apt-get install -y$missing" >&2
-  exit 0
+  echo "test-deps: missing Debian packages:$missing (the tests that need them fail" \
+       "without them); install them as root: sudo scripts/test-deps.sh," \
+       "or sudo apt-get install -y$missing" >&2
+  exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "test-deps: missing:$missing and there is no apt-get; the tests that need them skip" >&2
-  exit 0
+  echo "test-deps: missing:$missing (Debian's names), and there is no apt-get to" \
+       "install them; install the same tools with this system's package manager" \
+       "(docker-registry: the CNCF distribution registry; chromium-driver: ChromeDriver" \
+       "for that Chromium; fonts-dejavu-core: DejaVuSans.ttf) and put them on PATH" >&2
+  exit 1
 fi
+$check_only && exit 0
+
 export DEBIAN_FRONTEND=noninteractive
-# apt-get update once: a fresh machine has no package lists.
+# apt-get update only when the first try fails: a fresh machine has no
+# package lists. apt's own errors stay on stderr.
 # shellcheck disable=SC2086 # one word per package
 apt-get install -y --no-install-recommends $missing >/dev/null 2>&1 || {
-  apt-get update >/dev/null
-  apt-get install -y --no-install-recommends $missing >/dev/null
+  apt-get update >/dev/null || {
+    echo "test-deps: apt-get update failed (above), so$missing cannot be installed;" \
+         "the tests that need them fail without them" >&2
+    exit 1
+  }
+  apt-get install -y --no-install-recommends $missing >/dev/null || {
+    echo "test-deps: apt-get install -y$missing failed (above); the tests that need" \
+         "them fail without them" >&2
+    exit 1
+  }
 }
 # docker-registry starts a system service on :5000 where systemd runs; the
 # tests start their own registries and need none.
+left=$(missing_packages)
+if [ -n "$left" ]; then
+  echo "test-deps: apt-get installed$missing, but the tools of$left are still not" \
+       "on PATH; the tests that need them fail without them" >&2
+  exit 1
+fi
 echo "test-deps: installed$missing"
 sigstore_js

@@ -1,7 +1,7 @@
 //! `olm-guard audit` on examples/audit/: a snapshot with one planted
 //! violation of every rule beside clean objects. Every output must hold
 //! exactly the expected results, the reports must validate against the
-//! report CRDs (`shared/realworld/crds/reports` beside the repository), and
+//! report CRDs (`testdata/upstream/crds`, copied verbatim from upstream), and
 //! unreadable documents must be `error` results naming file and document.
 
 use std::collections::BTreeMap;
@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 mod common;
-use common::{dist, on_path, root};
+use common::{dist, required_tool, root, upstream};
 
 fn snapshot() -> String {
     "examples/audit/cluster.yaml".into()
@@ -356,15 +356,10 @@ fn unreadable_documents_are_error_results_naming_file_and_document() {
 /// as the API server's field validation is: an object schema with
 /// `properties` and without `x-kubernetes-preserve-unknown-fields` admits
 /// no other field.
-fn crd_schema(file: &str, version: &str) -> Option<Value> {
-    let dir = root()
-        .canonicalize()
-        .ok()?
-        .ancestors()
-        .map(|dir| dir.join("shared/realworld/crds/reports"))
-        .find(|dir| dir.is_dir())?;
-    let crd: Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
+fn crd_schema(file: &str, version: &str) -> Value {
+    let path = upstream(&format!("crds/{file}"));
+    let crd: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let version = crd["spec"]["versions"]
         .as_array()
         .unwrap()
@@ -373,7 +368,7 @@ fn crd_schema(file: &str, version: &str) -> Option<Value> {
         .unwrap_or_else(|| panic!("{file} has no version {version}"));
     let mut schema = version["schema"]["openAPIV3Schema"].clone();
     strict(&mut schema);
-    Some(schema)
+    schema
 }
 
 fn strict(schema: &mut Value) {
@@ -510,16 +505,8 @@ fn check_reports(
     );
 
     let (version, namespaced_crd, cluster_crd) = crds;
-    let (Some(namespaced_schema), Some(cluster_schema)) = (
-        crd_schema(namespaced_crd, version),
-        crd_schema(cluster_crd, version),
-    ) else {
-        eprintln!(
-            "skipped: the report CRDs (shared/realworld/crds/reports beside the repository) \
-             are absent; the reports were not validated"
-        );
-        return;
-    };
+    let namespaced_schema = crd_schema(namespaced_crd, version);
+    let cluster_schema = crd_schema(cluster_crd, version);
     for report in &documents {
         let schema = if report["kind"] == namespaced {
             &namespaced_schema
@@ -706,19 +693,20 @@ fn settings_reach_the_module() {
     );
 }
 
-/// Debian's `chromium`, where `scripts/test-deps.sh` installs it.
-fn chromium() -> Option<PathBuf> {
-    on_path(&["chromium", "chromium-browser", "google-chrome"])
+/// Debian's `chromium`, where `scripts/test-deps.sh` installs it; the test
+/// fails naming it when it is missing.
+fn chromium() -> PathBuf {
+    required_tool(
+        &["chromium", "chromium-browser", "google-chrome"],
+        "chromium",
+    )
 }
 
 /// The page opened in headless Chromium: the rendered DOM holds the
 /// findings and the chart, and a screenshot is kept in `target/audit/`.
 #[test]
 fn the_html_page_renders_in_headless_chromium() {
-    let Some(browser) = chromium() else {
-        eprintln!("skipped: no chromium on PATH (scripts/test-deps.sh installs Debian's chromium)");
-        return;
-    };
+    let browser = chromium();
     let output = audit(&["--cluster", &snapshot(), "-o", "html"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let artifacts = root().join("target/audit");

@@ -13,15 +13,17 @@
 //! reach the denial as one bounded line.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use anyhow::Context;
 
 use olm_guard_evaluator::scenario;
 use olm_guard_evaluator::{AdmissionResponse, ContextHost, Grants, Policy, input};
 use olm_guard_rules::registry::{RULES, RuleEntry};
 use olm_guard_runtime::metadata::detect_host_capabilities;
 use olm_guard_runtime::{HostCallback, Limits, Metadata, Runtime};
-use olm_guard_snapshot::Snapshot;
+use olm_guard_snapshot::{LoadOptions, Snapshot};
 use serde_json::Value;
 
 mod common;
@@ -40,30 +42,38 @@ struct Case {
     snapshot: Arc<Snapshot>,
 }
 
+/// Every scenario of `rule`, read as `olm-guard test` reads it (JSON or
+/// YAML files, the cluster strictly); one that cannot be read fails the
+/// test, naming it, rather than being left out.
 fn cases(rule: &RuleEntry) -> Vec<Case> {
     let dirs = scenario::discover(&[root().join("testdata").join(rule.name)]).unwrap();
+    assert!(!dirs.is_empty(), "testdata/{} holds no scenario", rule.name);
     dirs.into_iter()
-        .filter(|dir| dir.join("request.json").is_file())
-        .filter_map(|dir| {
-            let settings = match dir.join("settings.json") {
-                p if p.is_file() => input::read_document(&p).ok()?,
-                _ => serde_json::json!({}),
-            };
-            let request =
-                input::admission_request(input::read_document(&dir.join("request.json")).ok()?)
-                    .ok()?;
-            let snapshot = match dir.join("cluster.yaml") {
-                p if p.is_file() => Snapshot::from_yaml(&std::fs::read_to_string(p).ok()?).ok()?,
-                _ => Snapshot::new(),
-            };
-            Some(Case {
-                dir,
-                request,
-                settings,
-                snapshot: Arc::new(snapshot),
-            })
-        })
+        .map(|dir| read_case(&dir).unwrap_or_else(|e| panic!("{}: {e:#}", dir.display())))
         .collect()
+}
+
+fn read_case(dir: &Path) -> anyhow::Result<Case> {
+    let settings = input::settings_object(
+        scenario::input_file(dir, "settings")?
+            .map(|path| input::read_document(&path))
+            .transpose()?,
+    )?;
+    let request_path =
+        scenario::input_file(dir, "request")?.context("no request.json or request.yaml")?;
+    let request = input::admission_request(input::read_document(&request_path)?)?;
+    let mut snapshot = Snapshot::new();
+    if let Some(path) = scenario::input_file(dir, "cluster")? {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        snapshot.add_source(&path.display().to_string(), &text, LoadOptions::STRICT)?;
+    }
+    Ok(Case {
+        dir: dir.to_path_buf(),
+        request,
+        settings,
+        snapshot: Arc::new(snapshot),
+    })
 }
 
 /// A lookup: `kubernetes/<operation>` and the kind it reads (`None` for
@@ -114,10 +124,9 @@ impl Lookup {
 fn lookups(policy: &Policy, cases: &[Case]) -> BTreeMap<Lookup, usize> {
     let mut found = BTreeMap::new();
     for (index, case) in cases.iter().enumerate() {
-        let Ok(evaluation) = policy.validate(&case.request, &case.settings, case.snapshot.clone())
-        else {
-            continue;
-        };
+        let evaluation = policy
+            .validate(&case.request, &case.settings, case.snapshot.clone())
+            .unwrap_or_else(|e| panic!("{}: {e:#}", case.dir.display()));
         for call in &evaluation.calls {
             if let Some(lookup) = Lookup::of(&call.capability, &call.payload) {
                 found.entry(lookup).or_insert(index);

@@ -1,6 +1,7 @@
 //! The Kubewarden manifests in `deploy/`: written byte for byte by
 //! `olm-guard scaffold` from the modules in dist/ (build them with `make
-//! dist`), valid against the `openAPIV3Schema` of Kubewarden's CRDs, and
+//! dist`), valid against the `openAPIV3Schema` of Kubewarden's CRDs
+//! (`testdata/upstream/crds`, copied verbatim from kubewarden-controller), and
 //! granting each module exactly its metadata's rules, resources and host
 //! capabilities, which are the capabilities its scenarios call.
 
@@ -18,7 +19,7 @@ use olm_guard_runtime::{Limits, Metadata, Runtime};
 use olm_guard_snapshot::{LoadOptions, Snapshot};
 
 mod common;
-use common::{dist, olm_guard, root};
+use common::{dist, olm_guard, root, upstream};
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -127,21 +128,12 @@ fn deploy_files_are_what_scaffold_writes() {
     );
 }
 
-/// The Kubewarden CRDs (`policies.kubewarden.io`), looked for in a `shared`
-/// directory beside the repository or one of its parents.
-fn crds_dir() -> Option<PathBuf> {
-    let root = root().canonicalize().ok()?;
-    root.ancestors()
-        .map(|dir| dir.join("shared/realworld/crds/kubewarden"))
-        .find(|dir| dir.is_dir())
-}
-
 /// The `openAPIV3Schema` of version `v1` of the CRD in `file`, made strict
 /// as the API server's strict field validation is (`kubectl apply
 /// --validate=strict`): an object schema with `properties` and without
 /// `x-kubernetes-preserve-unknown-fields` admits no other field.
-fn crd_schema(dir: &Path, file: &str) -> Value {
-    let crd = read_yaml(&dir.join(file));
+fn crd_schema(file: &str) -> Value {
+    let crd = read_yaml(&upstream(&format!("crds/{file}")));
     let version = crd["spec"]["versions"]
         .as_array()
         .unwrap()
@@ -192,23 +184,17 @@ struct Schemas {
     namespaced: Value,
 }
 
-fn schemas() -> Option<Schemas> {
-    let Some(dir) = crds_dir() else {
-        eprintln!(
-            "skipped: the Kubewarden CRDs (shared/realworld/crds/kubewarden beside the \
-             repository) are absent"
-        );
-        return None;
-    };
-    Some(Schemas {
-        cluster: crd_schema(&dir, "policies.kubewarden.io_clusteradmissionpolicies.yaml"),
-        namespaced: crd_schema(&dir, "policies.kubewarden.io_admissionpolicies.yaml"),
-    })
+/// The Kubewarden CRDs (`policies.kubewarden.io`), from `testdata/upstream`.
+fn schemas() -> Schemas {
+    Schemas {
+        cluster: crd_schema("policies.kubewarden.io_clusteradmissionpolicies.yaml"),
+        namespaced: crd_schema("policies.kubewarden.io_admissionpolicies.yaml"),
+    }
 }
 
 #[test]
 fn deploy_manifests_match_the_crds() {
-    let Some(schemas) = schemas() else { return };
+    let schemas = schemas();
     for name in registry::names() {
         let manifest = read_yaml(&deploy(&format!("{name}.yaml")));
         assert_eq!(manifest["kind"], "ClusterAdmissionPolicy");
@@ -220,7 +206,7 @@ fn deploy_manifests_match_the_crds() {
 
 #[test]
 fn a_scaffolded_admission_policy_matches_its_crd() {
-    let Some(schemas) = schemas() else { return };
+    let schemas = schemas();
     for name in registry::names() {
         let module = module_arg(name);
         let output = olm_guard(&[
@@ -255,7 +241,7 @@ type Breakage = fn(&mut Value);
 /// The validation can fail: the manifests pass because they are right.
 #[test]
 fn the_schema_check_catches_broken_manifests() {
-    let Some(schemas) = schemas() else { return };
+    let schemas = schemas();
     let good = read_yaml(&deploy("og-intersection.yaml"));
     assert!(violations(&schemas.cluster, &good).is_empty());
     let broken: [(&str, Breakage); 5] = [

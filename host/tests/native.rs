@@ -99,7 +99,11 @@ fn bad_input_is_one_line_and_exit_2() {
 fn settings_only_the_module_honours_are_skipped_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let settings = dir.path().join("s.yaml");
-    std::fs::write(&settings, "backfillGroupFromLabel: true\n").unwrap();
+    std::fs::write(
+        &settings,
+        "requireSpecGroup: true\nbackfillGroupFromLabel: true\n",
+    )
+    .unwrap();
     let pair = format!("group-authorization={}", settings.display());
     let output = olm_guard(&[
         "scaffold",
@@ -115,4 +119,137 @@ fn settings_only_the_module_honours_are_skipped_with_the_reason() {
         stderr.contains("backfillGroupFromLabel: true cannot be enforced natively"),
         "{stderr}"
     );
+}
+
+#[test]
+fn deploy_native_spec_group_is_what_scaffold_vap_writes_for_it() {
+    let committed = root().join("deploy/native-spec-group");
+    let out = tempfile::tempdir().unwrap();
+    let settings = format!(
+        "group-authorization={}",
+        committed.join("settings.yaml").display()
+    );
+    let output = olm_guard(&[
+        "scaffold",
+        "vap",
+        "group-authorization",
+        "--settings",
+        &settings,
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let mut written = files(out.path());
+    written.insert("settings.yaml".into());
+    assert_eq!(
+        files(&committed),
+        written,
+        "deploy/native-spec-group/ holds other files than scaffold vap writes: run make deploy"
+    );
+    for file in files(out.path()) {
+        let now = std::fs::read_to_string(out.path().join(&file)).unwrap();
+        let then = std::fs::read_to_string(committed.join(&file)).unwrap_or_default();
+        assert!(
+            now == then,
+            "deploy/native-spec-group/{file} is stale: run make deploy"
+        );
+    }
+    // The order to apply the patches in, one line each.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let steps: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("group-authorization.crd-patch-"))
+        .collect();
+    assert_eq!(steps.len(), 3, "{stderr}");
+    assert!(steps[0].starts_with("group-authorization.crd-patch-1-field.json: first"));
+    assert!(steps[1].starts_with("group-authorization.crd-patch-2-immutable.json: second"));
+    assert!(steps[2].starts_with("group-authorization.crd-patch-3-required.json: last"));
+}
+
+#[test]
+fn crd_patches_are_written_against_the_crd_given_and_keep_its_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("require.yaml");
+    std::fs::write(&settings, "requireSpecGroup: true\n").unwrap();
+    let pair = format!("group-authorization={}", settings.display());
+    // A cluster's CRD that already has spec.group and a rule on spec.
+    let crd = dir.path().join("crd.yaml");
+    std::fs::write(
+        &crd,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+         metadata: {name: clusterobjectsets.olm.operatorframework.io}\n\
+         spec:\n  versions:\n  - name: v1\n    schema:\n      openAPIV3Schema:\n        \
+         properties:\n          spec:\n            type: object\n            properties:\n              \
+         group: {type: string}\n            x-kubernetes-validations:\n            \
+         - {rule: 'has(self.revision)', message: revision}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = olm_guard(&[
+        "scaffold",
+        "vap",
+        "group-authorization",
+        "--settings",
+        &pair,
+        "--crd",
+        crd.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join(name)).unwrap()).unwrap()
+    };
+    // The field exists: nothing to add, and the step says so.
+    assert_eq!(
+        read("group-authorization.crd-patch-1-field.json"),
+        serde_json::json!([])
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the CRD given") && stderr.contains("nothing to apply"),
+        "{stderr}"
+    );
+    // The rules are appended to the CRD's list, never replacing it.
+    let immutable = read("group-authorization.crd-patch-2-immutable.json");
+    assert_eq!(
+        immutable[0]["path"],
+        "/spec/versions/0/schema/openAPIV3Schema/properties/spec/x-kubernetes-validations/-"
+    );
+    assert_eq!(immutable[0]["op"], "add");
+
+    // A file that is not a CRD is refused in one line, exit 2.
+    let namespace = dir.path().join("ns.yaml");
+    std::fs::write(
+        &namespace,
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n",
+    )
+    .unwrap();
+    let refused = olm_guard(&[
+        "scaffold",
+        "vap",
+        "group-authorization",
+        "--settings",
+        &pair,
+        "--crd",
+        namespace.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("a Namespace, not a CustomResourceDefinition"),
+        "{stderr}"
+    );
+
+    // The default settings need no CRD patch: the label is the group.
+    let default = olm_guard(&[
+        "scaffold",
+        "vap",
+        "group-authorization",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(default.status.success(), "{default:?}");
+    assert!(!String::from_utf8_lossy(&default.stderr).contains("crd-patch"));
 }

@@ -2,8 +2,8 @@
 //! registry on loopback: Debian's `docker-registry`, the CNCF distribution
 //! registry (https://github.com/distribution/distribution). Each test starts
 //! its own on a free port with its own storage and stops it when done.
-//! `scripts/test-deps.sh` installs it; where it cannot, the tests say so and
-//! skip.
+//! `scripts/test-deps.sh` installs it; where it cannot, the tests fail
+//! saying how to install it.
 
 use std::path::{Path, PathBuf};
 

@@ -13,10 +13,10 @@
 //!
 //! A screenshot of every checked state is kept in `target/playground-browser/`.
 //!
-//! Where Chromium, ChromeDriver or the built page is missing the tests skip
-//! with the fix, unless `OLM_GUARD_REQUIRE_BROWSER` is set (`make test` sets
-//! it, after `scripts/test-deps.sh` and `make playground`): then a missing
-//! piece fails.
+//! Where Chromium, ChromeDriver or the built page is missing the tests fail,
+//! naming each missing piece and how to get it (`scripts/test-deps.sh`,
+//! `make playground`; `make test` runs both first): a missing tool is never
+//! a pass.
 
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
@@ -29,7 +29,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
 mod common;
-use common::{module, on_path, root};
+use common::{missing_tool, module, on_path, root};
 
 /// How long the page may take to load its wasm and answer; generous for a
 /// loaded 2-core machine.
@@ -45,41 +45,37 @@ impl Drop for Killed {
     }
 }
 
-/// What the tests need, found or named: `None` means skip (after saying
-/// why), unless the run requires the browser.
+/// What the tests need: found, or the test fails naming what is missing.
 struct Needs {
     chromium: PathBuf,
     chromedriver: PathBuf,
     page: PathBuf,
 }
 
-fn needs() -> Option<Needs> {
-    let chromium = on_path(&["chromium", "chromium-browser", "google-chrome"]);
+fn needs() -> Needs {
+    let browsers = ["chromium", "chromium-browser", "google-chrome"];
+    let chromium = on_path(&browsers);
     let chromedriver = on_path(&["chromedriver"]);
     let page = root().join("dist/playground");
     let mut missing = Vec::new();
     if chromium.is_none() {
-        missing.push("chromium (scripts/test-deps.sh installs Debian's chromium)");
+        missing.push(missing_tool(&browsers, "chromium"));
     }
     if chromedriver.is_none() {
-        missing.push("chromedriver (scripts/test-deps.sh installs Debian's chromium-driver)");
+        missing.push(missing_tool(&["chromedriver"], "chromium-driver"));
     }
     if !page.join("index.html").is_file() {
-        missing.push("dist/playground/index.html (build it with `make playground`)");
+        missing
+            .push("dist/playground/index.html is missing: build it with `make playground`".into());
     }
-    if missing.is_empty() {
-        return Some(Needs {
-            chromium: chromium?,
-            chromedriver: chromedriver?,
+    match (chromium, chromedriver) {
+        (Some(chromium), Some(chromedriver)) if missing.is_empty() => Needs {
+            chromium,
+            chromedriver,
             page,
-        });
+        },
+        _ => panic!("the browser test cannot run: {}", missing.join("; ")),
     }
-    let why = missing.join("; ");
-    if std::env::var_os("OLM_GUARD_REQUIRE_BROWSER").is_some() {
-        panic!("OLM_GUARD_REQUIRE_BROWSER is set and the browser test cannot run: missing {why}");
-    }
-    eprintln!("skipped: missing {why}");
-    None
 }
 
 fn free_port() -> u16 {
@@ -359,7 +355,7 @@ const SCENARIOS: &[&str] = &[
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_gives_olm_guard_runs_verdict_on_testdata_scenarios() {
-    let Some(needs) = needs() else { return };
+    let needs = needs();
     let page = Playground::open(&needs).await;
     page.load(&page.url).await;
     for scenario in SCENARIOS {
@@ -421,7 +417,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typing_into_the_object_re_evaluates() {
-    let Some(needs) = needs() else { return };
+    let needs = needs();
     let page = Playground::open(&needs).await;
     page.load(&page.url).await;
     page.fill("catalog-union", &json!({"object": CATALOG_SOURCE}))
@@ -488,7 +484,7 @@ async fn typing_into_the_object_re_evaluates() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_share_link_restores_the_inputs_and_the_verdict() {
-    let Some(needs) = needs() else { return };
+    let needs = needs();
     let page = Playground::open(&needs).await;
     page.load(&page.url).await;
     // A context-aware example picked the way a user picks it.

@@ -519,7 +519,10 @@ fn mutating_modules_chain_their_patches_in_name_order() {
     );
     let ga = format!(
         "group-authorization={}",
-        write("ga.yaml", "backfillGroupFromLabel: true\n")
+        write(
+            "ga.yaml",
+            "requireSpecGroup: true\nbackfillGroupFromLabel: true\n"
+        )
     );
     let ru = format!(
         "revision-uniqueness={}",

@@ -94,8 +94,8 @@ fn create_request(manifest: &str) -> Value {
 fn bare_objects_get_the_same_verdict_as_the_scenarios_review() {
     let dir = tempfile::tempdir().unwrap();
     let mut compared = 0;
-    for module_dir in std::fs::read_dir(root().join("testdata")).unwrap() {
-        let module_dir = module_dir.unwrap().path();
+    for name in olm_guard_rules::registry::names() {
+        let module_dir = root().join("testdata").join(name);
         let mut cases: Vec<PathBuf> = std::fs::read_dir(&module_dir)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -618,6 +618,96 @@ fn test_runs_from_anywhere_and_fails_loud_on_broken_suites() {
         "{report}"
     );
     assert_eq!(report["skipped"][0]["dir"], "suite/notes", "{report}");
+}
+
+/// An expect file must state a verdict: one that does not is refused,
+/// naming the file and the field to add, rather than passing whatever the
+/// module answers. What a verdict leaves unstated is expected absent: a
+/// warning or a patch the module gives fails the scenario.
+#[test]
+fn a_scenario_states_its_verdict_and_what_it_leaves_out_is_expected_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    // A legacy CatalogSource: with warnLegacy it is admitted with a
+    // warning; with migrateLegacy it is also rewritten (a patch).
+    let request = create_request(CATALOG_SOURCE).to_string();
+    let cases = [
+        ("no-verdict", r#"{"policy": "catalog-union"}"#, None),
+        (
+            "unstated-warning",
+            r#"{"policy": "catalog-union", "allowed": true}"#,
+            Some(r#"{"warnLegacy": true}"#),
+        ),
+        (
+            "unstated-patch",
+            r#"{"policy": "catalog-union", "allowed": true, "warnings_contain": ["migrateLegacy"]}"#,
+            Some(r#"{"migrateLegacy": true}"#),
+        ),
+        (
+            "stated",
+            r#"{"policy": "catalog-union", "allowed": true, "warnings_contain": ["migrateLegacy"], "mutated": true}"#,
+            Some(r#"{"migrateLegacy": true}"#),
+        ),
+        (
+            "contradiction",
+            r#"{"policy": "catalog-union", "allowed": true, "no_warnings": true, "warnings_contain": ["x"]}"#,
+            None,
+        ),
+    ];
+    for (name, expect, settings) in cases {
+        let case = dir.path().join(name);
+        std::fs::create_dir_all(&case).unwrap();
+        write(&case, "expect.json", expect);
+        write(&case, "request.json", &request);
+        if let Some(settings) = settings {
+            write(&case, "settings.json", settings);
+        }
+    }
+    let dist = dist().display().to_string();
+    let out = olm_guard_in(
+        dir.path(),
+        &["test", ".", "--dist", &dist, "-o", "json"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (report["passed"].as_u64(), report["failed"].as_u64()),
+        (Some(1), Some(4)),
+        "{report:#}"
+    );
+    let failures = |name: &str| -> String {
+        let result = report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["scenario"].as_str().unwrap().ends_with(name))
+            .unwrap_or_else(|| panic!("no result for {name}: {report:#}"));
+        result["failures"].to_string()
+    };
+    assert!(
+        failures("no-verdict").contains(
+            r#"expect.json: states no verdict: add \"allowed\": true or false (or \"settings_error_contains\""#
+        ),
+        "{}",
+        failures("no-verdict")
+    );
+    assert!(
+        failures("unstated-warning").contains("expected no warnings"),
+        "{}",
+        failures("unstated-warning")
+    );
+    assert!(
+        failures("unstated-patch").contains("expected mutated=false"),
+        "{}",
+        failures("unstated-patch")
+    );
+    assert!(
+        failures("contradiction")
+            .contains(r#"\"no_warnings\": true contradicts \"warnings_contain\""#),
+        "{}",
+        failures("contradiction")
+    );
+    assert_eq!(failures("stated"), "[]");
 }
 
 #[test]

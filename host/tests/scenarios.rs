@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use olm_guard_bench::Workload;
-use olm_guard_evaluator::scenario::{self, PolicyStore};
+use olm_guard_evaluator::scenario::{self, Expect, PolicyStore};
 use olm_guard_rules::registry;
 use olm_guard_runtime::{Limits, Runtime};
 
@@ -24,13 +24,65 @@ fn directories(path: PathBuf) -> BTreeSet<String> {
         .collect()
 }
 
+/// The directory of `testdata/` that is no rule's scenario tree: upstream
+/// files the tests validate against (testdata/upstream/README.md).
+const UPSTREAM: &str = "upstream";
+
 /// The registry is the one list of rules: every policy crate and every
 /// scenario tree belongs to a registered rule, and every rule has both.
 #[test]
 fn registry_policies_and_testdata_name_the_same_rules() {
     let registered: BTreeSet<String> = registry::names().map(String::from).collect();
     assert_eq!(directories(root().join("policies")), registered);
-    assert_eq!(directories(root().join("testdata")), registered);
+    let mut trees = directories(root().join("testdata"));
+    assert!(trees.remove(UPSTREAM), "testdata/{UPSTREAM} is missing");
+    assert_eq!(trees, registered);
+    assert!(
+        scenario::discover(&[root().join("testdata").join(UPSTREAM)])
+            .unwrap()
+            .is_empty(),
+        "testdata/{UPSTREAM} holds upstream files, not scenarios"
+    );
+}
+
+/// Every expect file of `testdata/` states its verdict, and says in so many
+/// words what it expects of warnings (`warnings_contain`, or
+/// `no_warnings: true`) and of a patch (`mutated`), so a reader needs no
+/// defaults (HACKING.md, "Scenario format"). `scripts/state-expectations.py`
+/// writes the defaults into files that leave them out.
+#[test]
+fn every_testdata_expectation_is_explicit() {
+    let mut vague = Vec::new();
+    let scenarios = scenario::discover(&[root().join("testdata")]).unwrap();
+    assert!(scenarios.len() > 300, "{} scenarios", scenarios.len());
+    for dir in scenarios {
+        let path = scenario::input_file(&dir, "expect").unwrap().unwrap();
+        let expect = match Expect::read(&path) {
+            Ok(expect) => expect,
+            Err(e) => {
+                vague.push(format!("{}: {e:#}", dir.display()));
+                continue;
+            }
+        };
+        if expect.settings_error_contains.is_some() {
+            continue;
+        }
+        let mut unsaid = Vec::new();
+        if expect.warnings_contain.is_empty() && !expect.no_warnings {
+            unsaid.push("warnings_contain or \"no_warnings\": true");
+        }
+        if expect.mutated.is_none() {
+            unsaid.push("mutated");
+        }
+        if !unsaid.is_empty() {
+            vague.push(format!("{}: add {}", path.display(), unsaid.join(" and ")));
+        }
+    }
+    assert!(
+        vague.is_empty(),
+        "{}\n(scripts/state-expectations.py writes the defaults: no warning, no patch)",
+        vague.join("\n")
+    );
 }
 
 #[test]

@@ -110,6 +110,14 @@ cases:
   expect:
     result: warn
     patchedObject: {{spec: {{catalogImageSource: {{catalogImage: 'quay.io/y:2'}}}}}}
+- name: unstated patch
+  settings: {{migrateLegacy: true}}
+  object:
+    apiVersion: operators.coreos.com/v1alpha1
+    kind: CatalogSource
+    metadata: {{name: legacy, namespace: olm}}
+    spec: {{sourceType: grpc, image: 'quay.io/x:1'}}
+  expect: {{result: warn}}
 - name: right
   object:
     {BROKEN}
@@ -121,7 +129,7 @@ cases:
     assert_eq!(code, Some(1), "{report:#}");
     assert_eq!(
         (report["passed"].as_u64(), report["failed"].as_u64()),
-        (Some(1), Some(6))
+        (Some(1), Some(7))
     );
     let failure = |name: &str| -> String {
         let result = report["results"]
@@ -168,6 +176,12 @@ cases:
         "{}",
         failure("patched")
     );
+    // A patch the case does not state is not expected.
+    assert!(
+        failure("unstated patch").contains("expected mutated=false"),
+        "{}",
+        failure("unstated patch")
+    );
 }
 
 #[test]
@@ -189,6 +203,24 @@ fn a_broken_suite_file_is_refused_naming_the_field() {
         (
             "kind: TestSuite\ncases:\n- {name: a, expects: {result: pass}}\n",
             "unknown field `expects`",
+        ),
+        // An expectation that states no verdict would pass whatever the
+        // module answers.
+        (
+            "kind: TestSuite\nmodule: catalog-union\ncases:\n- {name: a, object: {kind: X}, expect: {message: x}}\n",
+            "cases[0].expect.result is missing: pass (admitted, no warning), warn",
+        ),
+        (
+            "kind: TestSuite\nmodule: catalog-union\ncases:\n- {name: a, object: {kind: X}, expect: {result: pass, settingsError: x}}\n",
+            "cases[0].expect.settingsError: a case with refused settings has no result",
+        ),
+        (
+            "kind: TestSuite\nmodule: catalog-union\ncases:\n- {name: a, object: {kind: X}, expect: {settingsError: x, message: y}}\n",
+            "cases[0].expect.message: never checked when `settingsError` expects the settings refused",
+        ),
+        (
+            "kind: TestSuite\nmodule: catalog-union\ncases:\n- {name: a, object: {kind: X}, expect: {result: pass, mutated: false, patchedObject: {}}}\n",
+            "cases[0].expect.mutated: `false` contradicts `patchedObject`",
         ),
     ] {
         let path = write(dir.path(), "suite.yaml", content);

@@ -104,6 +104,12 @@ def scenario(name, request, description, settings=None, **expect):
             json.dump(settings, f, indent=2); f.write("\n")
     e = {"policy": "catalog-union", "description": description}
     e.update(expect)
+    # Every verdict says what it expects of warnings and patches, as
+    # scripts/state-expectations.py writes it (HACKING.md, "Scenario format").
+    if "allowed" in e and "settings_error_contains" not in e:
+        if "warnings_contain" not in e:
+            e.setdefault("no_warnings", True)
+        e.setdefault("mutated", "patched_object_contains" in e)
     with open(os.path.join(d, "expect.json"), "w") as f:
         json.dump(e, f, indent=2); f.write("\n")
 
@@ -320,6 +326,7 @@ for name, obj, new_member in MIGRATIONS:
 scenario("r6-migrate-only-grpc-image", review(copy.deepcopy(OPERATORHUBIO)),
          "rule 6 with allowLegacy false: a valid legacy spec is still migrated (it is not what gets stored)",
          settings=MIGRATE_ONLY, allowed=True, mutated=True,
+         warnings_contain=["were rewritten to spec.catalogImageSource (migrateLegacy)"],
          patched_object_contains={"spec": dict(DISPLAY, catalogImageSource={"catalogImage": "quay.io/operatorhubio/catalog:latest"})})
 UNPORTABLE = legacy(sourceType="grpc", image="quay.io/operatorhubio/catalog:latest", grpcPodConfig={"securityContextConfig": "restricted", "nodeSelector": {"kubernetes.io/os": "linux"}})
 scenario("r6-migrate-unportable-podconfig-accepted", review(UNPORTABLE),
@@ -347,6 +354,7 @@ scenario("op-update-legacy-warnlegacy-accepted", review(good_update, "UPDATE", o
          allowed=True, mutated=False, warnings_contain=["spec.catalogImageSource"])
 scenario("op-update-migrated", review(good_update, "UPDATE", old=stored),
          "UPDATE with migrateLegacy rewrites the object", settings=MIGRATE, allowed=True, mutated=True,
+         warnings_contain=["were rewritten to spec.catalogImageSource (migrateLegacy)"],
          patched_object_contains={"metadata": {"uid": "b5b7e1f2-7c1d-4a53-a0a5-9d5c0f2f8e11"}, "spec": {"catalogImageSource": {"catalogImage": "quay.io/operatorhubio/catalog:latest"}, "updateStrategy": {"registryPoll": {"interval": "30m"}}}})
 broken = catalog({"catalogImageSource": {}, "sourceType": "oci", "image": 5})
 scenario("op-delete-accepted", review(None, "DELETE", old=broken),

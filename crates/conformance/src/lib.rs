@@ -20,6 +20,7 @@
 //!
 //! [`ContextHost`]: olm_guard_evaluator::ContextHost
 
+pub mod admitted;
 pub mod native;
 pub mod policy_evaluator;
 pub mod reference;

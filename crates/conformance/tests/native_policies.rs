@@ -18,6 +18,7 @@ use std::sync::Arc;
 use anyhow::bail;
 use serde_json::Value;
 
+use olm_guard_conformance::admitted::Admission;
 use olm_guard_conformance::native::SnapshotCluster;
 use olm_guard_conformance::scenario;
 use olm_guard_evaluator::scenario::{PolicyStore, discover};
@@ -104,7 +105,12 @@ fn suite_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 /// the API server compiles a policy once for every request.
 type Compiled = BTreeMap<String, Arc<Policies>>;
 
-fn judge(store: &mut PolicyStore, compiled: &mut Compiled, dir: &Path) -> anyhow::Result<Judged> {
+fn judge(
+    store: &mut PolicyStore,
+    compiled: &mut Compiled,
+    admission: &Admission,
+    dir: &Path,
+) -> anyhow::Result<Judged> {
     let expect = input::read_document(&dir.join("expect.json"))?;
     let Some(rule) = expect.get("policy").and_then(Value::as_str) else {
         bail!("expect.json names no policy");
@@ -112,18 +118,34 @@ fn judge(store: &mut PolicyStore, compiled: &mut Compiled, dir: &Path) -> anyhow
     let settings = scenario::settings(dir)?;
     let request = scenario::request(dir)?;
     let snapshot = Arc::new(scenario::snapshot(dir)?);
-    judge_inputs(store, compiled, rule, &settings, &request, snapshot)
+    judge_inputs(
+        store, compiled, admission, rule, &settings, &request, snapshot,
+    )
 }
 
 /// One case's judgement: the module's answer and the native policies'.
 fn judge_inputs(
     store: &mut PolicyStore,
     compiled: &mut Compiled,
+    admission: &Admission,
     rule: &str,
     settings: &Value,
     request: &Value,
     snapshot: Arc<olm_guard_snapshot::Snapshot>,
 ) -> anyhow::Result<Judged> {
+    // Both are asked about the object the API server lets through to
+    // admission: pruned and typed as its schema says, or refused.
+    let request = match admission.admitted(request) {
+        Ok(admitted) => admitted,
+        Err(_) => {
+            return Ok(Judged::NotCovered(
+                "an object the API server refuses before admission (a wrong type, a missing \
+                 required field, a value its schema forbids)"
+                    .into(),
+            ));
+        }
+    };
+    let request = &request;
     let policy = store.get(rule)?;
     let module = module_answer(&policy, request, settings, snapshot.clone())?;
     // Generated for the scenario's cluster, as `olm-guard scaffold vap
@@ -215,6 +237,7 @@ fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<
     // `olm-guard test` reads it.
     let mut store = PolicyStore::new(&runtime, dist).with_metadata_dir(root.join("policies"));
     let mut compiled = Compiled::new();
+    let admission = Admission::load(&root)?;
 
     let mut agree = 0;
     let mut same_messages = (0, 0);
@@ -227,7 +250,7 @@ fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<
     let mut cases: Vec<(String, anyhow::Result<Judged>)> = Vec::new();
     for dir in &scenarios {
         let name = dir.strip_prefix(&root).unwrap_or(dir).display().to_string();
-        cases.push((name, judge(&mut store, &mut compiled, dir)));
+        cases.push((name, judge(&mut store, &mut compiled, &admission, dir)));
     }
     for path in suite_files(&root.join("examples/suites"))? {
         let loaded = suite::load(&path)?;
@@ -261,6 +284,7 @@ fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<
                 judge_inputs(
                     &mut store,
                     &mut compiled,
+                    &admission,
                     &inputs.module,
                     &inputs.settings,
                     &inputs.request,

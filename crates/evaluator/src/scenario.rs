@@ -20,25 +20,31 @@ use crate::policy::{Evaluation, Policy};
 use crate::session::{SessionRecorder, SessionReplay};
 
 /// `expect.json`: what a scenario's evaluation must give (HACKING.md,
-/// "Scenario format").
+/// "Scenario format"). It states a verdict, `allowed` or
+/// `settings_error_contains`; what it leaves out of the response's warnings
+/// and patch is expected absent: no warning that no `warnings_contain` entry
+/// is in, no patch without `mutated: true` or `patched_object_contains`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// The module to run (`<dist>/<policy>.wasm`).
     pub policy: String,
-    /// The verdict.
+    /// The verdict; required unless `settings_error_contains` is given.
     #[serde(default)]
     pub allowed: Option<bool>,
     /// A substring of `status.message`.
     #[serde(default)]
     pub message_contains: Option<String>,
-    /// Substrings each found in some warning.
+    /// Substrings each found in some warning, every warning holding one of
+    /// them. Empty: the response must carry no warning.
     #[serde(default)]
     pub warnings_contain: Vec<String>,
-    /// No warning at all.
+    /// No warning at all: what an empty `warnings_contain` checks anyway,
+    /// said explicitly.
     #[serde(default)]
     pub no_warnings: bool,
-    /// Whether the module patched the object.
+    /// Whether the module patched the object; absent, it must not have,
+    /// unless `patched_object_contains` is given.
     #[serde(default)]
     pub mutated: Option<bool>,
     /// A JSON subset of the patched object.
@@ -50,6 +56,109 @@ pub struct Expect {
     /// Free text.
     #[serde(default)]
     pub description: Option<String>,
+}
+
+impl Expect {
+    /// Reads the expect file at `path` (JSON or YAML): known fields only,
+    /// and checked by [`Expect::problem`]; an error names the file and the
+    /// field.
+    pub fn read(path: &Path) -> anyhow::Result<Expect> {
+        let name = file_name(path);
+        let expect: Expect = serde_json::from_value(admission::read_document(path)?)
+            .with_context(|| name.clone())?;
+        if let Some(problem) = expect.problem() {
+            anyhow::bail!("{name}: {problem}");
+        }
+        Ok(expect)
+    }
+
+    /// What makes this expectation unable to fail, or unable to pass: no
+    /// verdict, or fields that contradict each other; as `what: the fix`.
+    pub fn problem(&self) -> Option<String> {
+        if self.settings_error_contains.is_some() {
+            let checked_after_settings = [
+                ("allowed", self.allowed.is_some()),
+                ("message_contains", self.message_contains.is_some()),
+                ("warnings_contain", !self.warnings_contain.is_empty()),
+                ("no_warnings", self.no_warnings),
+                ("mutated", self.mutated.is_some()),
+                (
+                    "patched_object_contains",
+                    self.patched_object_contains.is_some(),
+                ),
+            ];
+            return checked_after_settings
+                .iter()
+                .find(|(_, given)| *given)
+                .map(|(field, _)| {
+                    format!(
+                        "\"{field}\" is never checked when \"settings_error_contains\" expects the settings refused (no request is evaluated): remove one of them"
+                    )
+                });
+        }
+        if self.allowed.is_none() {
+            return Some(
+                "states no verdict: add \"allowed\": true or false (or \"settings_error_contains\" when the settings must be refused)"
+                    .into(),
+            );
+        }
+        if self.no_warnings && !self.warnings_contain.is_empty() {
+            return Some(
+                "\"no_warnings\": true contradicts \"warnings_contain\": keep one of them".into(),
+            );
+        }
+        if self.mutated == Some(false) && self.patched_object_contains.is_some() {
+            return Some(
+                "\"mutated\": false contradicts \"patched_object_contains\": keep one of them"
+                    .into(),
+            );
+        }
+        None
+    }
+
+    /// What [`check`] compares a response with: an absent `mutated` is
+    /// `patched_object_contains` given, no `warnings_contain` is no warning,
+    /// and a warning no entry of `warnings_contain` is in is not expected.
+    pub(crate) fn checks(&self) -> Checks<'_> {
+        Checks {
+            allowed: self.allowed,
+            message_contains: self.message_contains.as_deref(),
+            warnings: if self.warnings_contain.is_empty() {
+                Warnings::None
+            } else {
+                Warnings::Exactly(&self.warnings_contain)
+            },
+            mutated: self
+                .mutated
+                .unwrap_or(self.patched_object_contains.is_some()),
+            patched_object_contains: self.patched_object_contains.as_ref(),
+        }
+    }
+}
+
+/// What [`check`] compares a response with, every default resolved.
+pub(crate) struct Checks<'a> {
+    /// The verdict, when the caller has not checked it otherwise.
+    pub allowed: Option<bool>,
+    /// A substring of the message.
+    pub message_contains: Option<&'a str>,
+    /// What the warnings must be.
+    pub warnings: Warnings<'a>,
+    /// Whether the module must have patched the object.
+    pub mutated: bool,
+    /// A JSON subset of the patched object.
+    pub patched_object_contains: Option<&'a Value>,
+}
+
+/// What a response's warnings must be.
+pub(crate) enum Warnings<'a> {
+    /// None at all.
+    None,
+    /// Each substring found in some warning.
+    Contain(&'a [String]),
+    /// Each substring found in some warning, and each warning holding one
+    /// of them: a warning nobody stated is not expected.
+    Exactly(&'a [String]),
 }
 
 /// The extensions a scenario file may have, in the order they are looked for.
@@ -91,7 +200,7 @@ pub struct Discovery {
     /// `cluster`) but no `expect` file: a broken case, which fails a run.
     pub incomplete: Vec<(PathBuf, String)>,
     /// Directories with no scenario in or below them (fixtures, notes),
-    /// with the reason they were skipped.
+    /// the topmost of each such tree, with the reason they were skipped.
     pub skipped: Vec<(PathBuf, String)>,
 }
 
@@ -144,11 +253,15 @@ fn walk(dir: &Path, found: &mut Discovery) -> anyhow::Result<bool> {
         .collect::<Result<_, _>>()
         .with_context(|| format!("cannot list {}", dir.display()))?;
     entries.sort();
+    let skipped_before = found.skipped.len();
     let mut any = false;
     for path in entries.iter().filter(|p| p.is_dir()) {
         any |= walk(path, found)?;
     }
     if !any {
+        // One line for a whole tree without scenarios (`testdata/upstream`,
+        // not also each directory below it).
+        found.skipped.truncate(skipped_before);
         found.skipped.push((
             dir.to_path_buf(),
             "no scenario (no expect.json or expect.yaml) in or below it".into(),
@@ -297,8 +410,7 @@ fn evaluate(
 ) -> anyhow::Result<()> {
     let expect_path = input_file(dir, "expect")?
         .with_context(|| format!("{}: no expect.json or expect.yaml", dir.display()))?;
-    let expect: Expect = serde_json::from_value(admission::read_document(&expect_path)?)
-        .with_context(|| file_name(&expect_path))?;
+    let expect = Expect::read(&expect_path)?;
     outcome.policy = expect.policy.clone();
     let policy = store.get(&expect.policy)?;
     let settings = admission::settings_object(match input_file(dir, "settings")? {
@@ -330,7 +442,7 @@ fn evaluate(
     let response = evaluation.response;
     outcome.verdict = verdict_word(&response).into();
     outcome.message = response.message().to_string();
-    check(&expect, &request, &response, &mut outcome.failures)?;
+    check(&expect.checks(), &request, &response, &mut outcome.failures)?;
     outcome.patched_object = response.patched_object(&request)?;
     outcome.response = Some(response);
     Ok(())
@@ -429,13 +541,15 @@ fn verdict_word(response: &AdmissionResponse) -> &'static str {
     }
 }
 
+/// Every way `response` (to `request`) differs from `checks`, into
+/// `failures`.
 pub(crate) fn check(
-    expect: &Expect,
+    checks: &Checks,
     request: &Value,
     response: &AdmissionResponse,
     failures: &mut Vec<String>,
 ) -> anyhow::Result<()> {
-    if let Some(allowed) = expect.allowed
+    if let Some(allowed) = checks.allowed
         && response.allowed != allowed
     {
         failures.push(format!(
@@ -444,8 +558,8 @@ pub(crate) fn check(
             response.message()
         ));
     }
-    if let Some(text) = &expect.message_contains
-        && !response.message().contains(text.as_str())
+    if let Some(text) = checks.message_contains
+        && !response.message().contains(text)
     {
         failures.push(format!(
             "message {:?} does not contain {text:?}",
@@ -453,27 +567,44 @@ pub(crate) fn check(
         ));
     }
     let warnings = response.warnings.clone().unwrap_or_default();
-    for text in &expect.warnings_contain {
-        if !warnings.iter().any(|w| w.contains(text.as_str())) {
-            failures.push(format!(
-                "no warning contains {text:?} (warnings: {warnings:?})"
-            ));
+    match checks.warnings {
+        Warnings::None => {
+            if !warnings.is_empty() {
+                failures.push(format!(
+                    "expected no warnings (none are expected unless listed in warnings_contain), got {warnings:?}"
+                ));
+            }
+        }
+        Warnings::Contain(texts) | Warnings::Exactly(texts) => {
+            for text in texts {
+                if !warnings.iter().any(|w| w.contains(text.as_str())) {
+                    failures.push(format!(
+                        "no warning contains {text:?} (warnings: {warnings:?})"
+                    ));
+                }
+            }
         }
     }
-    if expect.no_warnings && !warnings.is_empty() {
-        failures.push(format!("expected no warnings, got {warnings:?}"));
+    if let Warnings::Exactly(texts) = checks.warnings {
+        for warning in &warnings {
+            if !texts.iter().any(|text| warning.contains(text.as_str())) {
+                failures.push(format!(
+                    "unexpected warning {warning:?}: no entry of warnings_contain is in it; add one"
+                ));
+            }
+        }
     }
-    if let Some(mutated) = expect.mutated
-        && response.patch.is_some() != mutated
-    {
+    if response.patch.is_some() != checks.mutated {
         failures.push(format!(
-            "expected mutated={mutated}, got patch {:?}",
+            "expected mutated={}, got patch {:?}",
+            checks.mutated,
             response.decoded_patch()?
         ));
     }
-    if let Some(subset) = &expect.patched_object_contains {
+    if let Some(subset) = checks.patched_object_contains {
         match response.patched_object(request)? {
-            None => failures.push("expected a patch, the module did not mutate".into()),
+            // `mutated` is true with a subset to match: reported above.
+            None => {}
             Some(patched) => {
                 if let Some(path) = first_mismatch(subset, &patched, String::new()) {
                     failures.push(format!("patched object differs at {path}: {patched}"));
@@ -495,5 +626,110 @@ pub fn first_mismatch(expected: &Value, actual: &Value, path: String) -> Option<
         }
         _ if expected == actual => None,
         _ => Some(if path.is_empty() { "/".into() } else { path }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn expect(value: Value) -> Expect {
+        serde_json::from_value(value).unwrap()
+    }
+
+    /// An admitted response with these warnings and, with `patched`, a
+    /// patch (`[]` in base64).
+    fn response(warnings: &[&str], patched: bool) -> AdmissionResponse {
+        AdmissionResponse {
+            allowed: true,
+            warnings: Some(warnings.iter().map(|w| w.to_string()).collect()),
+            patch_type: patched.then(|| "JSONPatch".into()),
+            patch: patched.then(|| "W10=".into()),
+            ..Default::default()
+        }
+    }
+
+    fn failures(expect: &Expect, response: &AdmissionResponse) -> Vec<String> {
+        let mut failures = Vec::new();
+        let request = json!({"object": {}});
+        check(&expect.checks(), &request, response, &mut failures).unwrap();
+        failures
+    }
+
+    #[test]
+    fn an_expectation_without_a_verdict_is_refused_naming_the_field() {
+        let problem = expect(json!({"policy": "p"})).problem().unwrap();
+        assert!(
+            problem.contains("states no verdict: add \"allowed\""),
+            "{problem}"
+        );
+        assert!(problem.contains("settings_error_contains"), "{problem}");
+        assert_eq!(
+            expect(json!({"policy": "p", "allowed": true})).problem(),
+            None
+        );
+        assert_eq!(
+            expect(json!({"policy": "p", "settings_error_contains": "x"})).problem(),
+            None
+        );
+        let unchecked =
+            expect(json!({"policy": "p", "settings_error_contains": "x", "mutated": false}))
+                .problem()
+                .unwrap();
+        assert!(
+            unchecked.contains("\"mutated\" is never checked"),
+            "{unchecked}"
+        );
+        let contradiction = expect(
+            json!({"policy": "p", "allowed": true, "no_warnings": true, "warnings_contain": ["a"]}),
+        )
+        .problem()
+        .unwrap();
+        assert!(contradiction.contains("contradicts"), "{contradiction}");
+        let patch = expect(json!({"policy": "p", "allowed": true, "mutated": false, "patched_object_contains": {}}))
+            .problem()
+            .unwrap();
+        assert!(
+            patch.contains("contradicts \"patched_object_contains\""),
+            "{patch}"
+        );
+    }
+
+    #[test]
+    fn warnings_and_patches_left_unstated_are_expected_absent() {
+        let plain = expect(json!({"policy": "p", "allowed": true}));
+        assert!(failures(&plain, &response(&[], false)).is_empty());
+        let warned = failures(&plain, &response(&["careful"], false));
+        assert!(warned[0].contains("expected no warnings"), "{warned:?}");
+        let patched = failures(&plain, &response(&[], true));
+        assert!(patched[0].contains("expected mutated=false"), "{patched:?}");
+        // `patched_object_contains` implies a patch.
+        let subset = expect(json!({"policy": "p", "allowed": true, "patched_object_contains": {}}));
+        let unpatched = failures(&subset, &response(&[], false));
+        assert_eq!(unpatched.len(), 1, "{unpatched:?}");
+        assert!(
+            unpatched[0].contains("expected mutated=true"),
+            "{unpatched:?}"
+        );
+        assert!(failures(&subset, &response(&[], true)).is_empty());
+    }
+
+    #[test]
+    fn every_warning_is_stated_and_every_stated_warning_is_given() {
+        let one = expect(json!({"policy": "p", "allowed": true, "warnings_contain": ["renamed"]}));
+        assert!(failures(&one, &response(&["x was renamed to y"], false)).is_empty());
+        let extra = failures(&one, &response(&["x was renamed to y", "and z"], false));
+        assert_eq!(extra.len(), 1, "{extra:?}");
+        assert!(
+            extra[0].contains("unexpected warning \"and z\""),
+            "{extra:?}"
+        );
+        let missing = failures(&one, &response(&[], false));
+        assert!(
+            missing[0].contains("no warning contains \"renamed\""),
+            "{missing:?}"
+        );
     }
 }

@@ -52,20 +52,18 @@ pub struct Seed {
 pub fn seeds(testdata: &Path, module: &str) -> anyhow::Result<Vec<Seed>> {
     let mut seeds = Vec::new();
     for dir in scenario::discover(&[testdata.join(module)])? {
-        let request_path = dir.join("request.json");
-        if !request_path.is_file() {
+        // Each file JSON or YAML, as `olm-guard test` reads them.
+        let Some(request_path) = scenario::input_file(&dir, "request")? else {
             continue;
-        }
+        };
         let request = input::admission_request(input::read_document(&request_path)?)?;
-        let settings_path = dir.join("settings.json");
-        let settings = input::settings_object(if settings_path.is_file() {
-            Some(input::read_document(&settings_path)?)
-        } else {
-            None
-        })?;
+        let settings = input::settings_object(
+            scenario::input_file(&dir, "settings")?
+                .map(|path| input::read_document(&path))
+                .transpose()?,
+        )?;
         let mut objects = Vec::new();
-        let cluster_path = dir.join("cluster.yaml");
-        if cluster_path.is_file() {
+        if let Some(cluster_path) = scenario::input_file(&dir, "cluster")? {
             let text = std::fs::read_to_string(&cluster_path)?;
             for document in serde_yaml_ng::Deserializer::from_str(&text) {
                 let value = Value::deserialize(document)?;

@@ -1,36 +1,64 @@
 //! How the API server evaluates a ValidatingAdmissionPolicy and its binding
 //! on one admission request (kubernetes
 //! `staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating/`:
-//! `dispatcher.go`, `validator.go`; the matching in
-//! `plugin/policy/matching/matching.go`): match the request, bind `object`,
-//! `oldObject`, `request`, `params`, `authorizer` and `variables`, evaluate
-//! every validation, and turn the failures into a denial (`Deny`) or
-//! warnings (`Warn`) with the API server's wording.
+//! `plugin.go` compiles, `dispatcher.go` loops over policies and params,
+//! `validator.go` decides; `admission/plugin/cel/`: `condition.go`,
+//! `activation.go`, `composition.go`; the matching in
+//! `plugin/policy/matching/matching.go`):
+//!
+//! - the match conditions run first, on their own budget
+//!   (`RuntimeCELCostBudgetMatchConditions`); any false skips the policy,
+//!   otherwise any error fails it;
+//! - the validations run with `object`, `oldObject`, `request`, `params`,
+//!   `authorizer` and `variables`, each variable evaluated on first use and
+//!   charged once to the evaluation's budget (`RuntimeCELCostBudget`);
+//! - then *every* `messageExpression` runs, whatever the validations
+//!   decided, with what is left of the budget, compiled without the
+//!   `authorizer` and in a fresh composition context: the variables are
+//!   computed again, and one that needs the authorizer errors, so its
+//!   message falls back to the static `message`. Running out of budget
+//!   there turns every decision into an error;
+//! - each expression may cost `PerCallLimit`; beyond it the expression
+//!   errors; beyond the budget the whole evaluation does. With
+//!   `failurePolicy: Fail` an error denies.
+//!
+//! Costs are counted as cel-go counts them ([`crate::interpreter`],
+//! [`crate::cost`]), per Kubernetes version ([`Options`]); warnings are
+//! cut as the API server's warning recorder cuts them ([`crate::warnings`]).
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use cel::common::traits::Indexer;
-use cel::common::types::{CelString, Type};
-use cel::common::value::{CowVal, Val};
-use cel::{Context, Env, ExecutionError, Program, Value};
+use cel::{Env, Program, Value};
 use serde_json::Value as Json;
 
 use olm_guard_core::UserInfo;
 
-use crate::authorizer::{self, Authorize, Authorizer};
-use crate::cost;
+use crate::authorizer::{Authorize, Authorizer};
+use crate::cost::{
+    CostModel, KubernetesVersion, MATCH_CONDITIONS_BUDGET, PER_CALL_LIMIT, RUNTIME_BUDGET,
+};
+use crate::interpreter::{Activation, Bindings, Interpreter, Out};
 use crate::model::{BoundPolicy, ResourceRule};
 use crate::values::to_cel;
+
+/// The API server's text when an evaluation runs out of its budget
+/// (`activation.go`, `Evaluate`).
+pub const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+/// The longest message a `messageExpression` may give
+/// (`MaxEvaluatedMessageExpressionSizeBytes`); a longer one falls back.
+pub const MAX_MESSAGE_EXPRESSION_BYTES: usize = 5 * 1024;
 
 /// What the API server does with a request, after every policy.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// No policy matched the request.
     NotMatched,
-    /// Admitted; the warnings of `Warn` bindings, in policy order.
+    /// Admitted; the warnings of `Warn` bindings, in policy order, cut as
+    /// the API server cuts them.
     Allowed {
         /// `Warning` headers, as the API server words them.
         warnings: Vec<String>,
@@ -68,12 +96,177 @@ pub trait Params {
     fn params(&self, api_version: &str, kind: &str, selector: &Json) -> Vec<Json>;
 }
 
+/// Which API server to be: its version, and the
+/// `StrictCostEnforcementForVAP` gate (beta, off by default, on 1.30 and
+/// 1.31; GA and locked on from 1.32).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The Kubernetes release; the newest by default.
+    pub version: KubernetesVersion,
+    /// The gate, when set otherwise than the release's default (ignored
+    /// from 1.32, where it is locked on).
+    pub strict_cost: Option<bool>,
+}
+
+impl Options {
+    /// The release `version` with its defaults.
+    pub fn version(version: KubernetesVersion) -> Self {
+        Options {
+            version,
+            strict_cost: None,
+        }
+    }
+
+    /// Whether the authorizer's and the libraries' costs are charged.
+    pub fn strict_cost(&self) -> bool {
+        self.version.strict_cost_by_default() || self.strict_cost.unwrap_or(false)
+    }
+
+    /// The cost model this API server applies.
+    pub fn cost_model(&self) -> CostModel {
+        CostModel::kubernetes_with_gate(self.strict_cost())
+    }
+}
+
+/// Where an expression runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// `matchConditions`, on their own budget, with the authorizer.
+    MatchConditions,
+    /// `validations[].expression`, with the authorizer.
+    Validations,
+    /// `validations[].messageExpression`, on what the validations left,
+    /// without the authorizer.
+    Messages,
+}
+
+/// What one expression (or variable) cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpressionCost {
+    /// Where it ran.
+    pub phase: Phase,
+    /// Which field: `validations[2].expression`, `variables.addsRules`.
+    pub field: String,
+    /// Its runtime cost, as cel-go counts it (a variable's: charged once,
+    /// to the expression that first read it).
+    pub cost: u64,
+    /// It went over the per-expression limit and was stopped.
+    pub over_limit: bool,
+    /// The error it gave, if any.
+    pub error: Option<String>,
+}
+
+/// The budget ran out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutOfBudget {
+    /// In which phase.
+    pub phase: Phase,
+    /// The expression whose cost (with the variables it read) went over.
+    pub field: String,
+    /// What was left before it.
+    pub remaining: u64,
+    /// What it cost, with the variables it read first: more than
+    /// `remaining`.
+    pub needed: u64,
+}
+
+/// What a decision does to the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Admit.
+    Admit,
+    /// Deny (or warn, for a `Warn` binding).
+    Deny,
+}
+
+/// How a decision was reached (`validator.go`'s `PolicyDecisionEvaluation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evaluation {
+    /// The validation held.
+    Admit,
+    /// The validation did not hold.
+    Deny,
+    /// It could not be evaluated; the failure policy decided.
+    Error,
+}
+
+/// One decision of a validator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Admit or deny.
+    pub action: Action,
+    /// Why.
+    pub evaluation: Evaluation,
+    /// The message a denial or warning shows (empty when admitted).
+    pub message: String,
+}
+
+/// One evaluation of a policy (one per param for a policy with params).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvaluationReport {
+    /// The match conditions held (or there were none).
+    pub conditions_matched: bool,
+    /// What the match conditions cost, of their own budget.
+    pub match_conditions_cost: u64,
+    /// What the validations and messages cost, of `RuntimeCELCostBudget`.
+    pub cost: u64,
+    /// Every expression and variable evaluated, in order.
+    pub expressions: Vec<ExpressionCost>,
+    /// Where the budget ran out, if it did.
+    pub out_of_budget: Option<OutOfBudget>,
+    /// The decisions, one per validation (one in all when the evaluation
+    /// failed as a whole).
+    pub decisions: Vec<Decision>,
+}
+
+impl EvaluationReport {
+    /// The expressions that went over the per-expression limit.
+    pub fn over_limit(&self) -> impl Iterator<Item = &ExpressionCost> {
+        self.expressions.iter().filter(|e| e.over_limit)
+    }
+}
+
+/// One policy and its binding on one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyReport {
+    /// The policy's name.
+    pub policy: String,
+    /// The binding's name.
+    pub binding: String,
+    /// Its resource rules matched the request.
+    pub matched: bool,
+    /// One per param (or one), when matched.
+    pub evaluations: Vec<EvaluationReport>,
+}
+
+/// Everything the API server did with a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// As which API server.
+    pub options: Options,
+    /// The answer.
+    pub outcome: Outcome,
+    /// The `Warning` headers of the response, allowed or denied, cut as the
+    /// API server cuts them.
+    pub warnings: Vec<String>,
+    /// Each policy, in order.
+    pub policies: Vec<PolicyReport>,
+}
+
+impl Report {
+    /// The report of the policy named `name`.
+    pub fn policy(&self, name: &str) -> Option<&PolicyReport> {
+        self.policies.iter().find(|p| p.policy == name)
+    }
+}
+
 /// One compiled policy.
 struct Compiled {
     bound: BoundPolicy,
     conditions: Vec<Program>,
     variables: Vec<(String, Program)>,
-    validations: Vec<(Program, Option<Program>)>,
+    validations: Vec<Program>,
+    messages: Vec<Option<Program>>,
 }
 
 fn compile(env: &Env, bound: &BoundPolicy) -> Result<Compiled, PolicyError> {
@@ -104,11 +297,19 @@ fn compile(env: &Env, bound: &BoundPolicy) -> Result<Compiled, PolicyError> {
         validations: spec
             .validations
             .iter()
+            .map(|v| one(&v.expression))
+            .collect::<Result<_, _>>()?,
+        messages: spec
+            .validations
+            .iter()
             .map(|v| {
-                let message = v.message_expression.as_deref().map(one).transpose()?;
-                Ok((one(&v.expression)?, message))
+                v.message_expression
+                    .as_deref()
+                    .filter(|m| !m.is_empty())
+                    .map(one)
+                    .transpose()
             })
-            .collect::<Result<_, PolicyError>>()?,
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -120,7 +321,6 @@ pub fn check_compiles(policies: &[BoundPolicy]) -> Result<(), PolicyError> {
 
 /// Policies compiled once, evaluated on many requests.
 pub struct Policies {
-    env: Arc<Env>,
     compiled: Vec<Compiled>,
 }
 
@@ -128,63 +328,96 @@ impl Policies {
     /// Compiles every expression of `policies`, as the API server does when
     /// they are created.
     pub fn compile(policies: &[BoundPolicy]) -> Result<Policies, PolicyError> {
-        let env = Arc::new(Env::stdlib());
+        let env = Env::stdlib();
         let compiled = policies
             .iter()
             .map(|bound| compile(&env, bound))
             .collect::<Result<_, _>>()?;
-        Ok(Policies { env, compiled })
+        Ok(Policies { compiled })
     }
 
     /// Evaluates the policies on `request` (the `request` of an
-    /// AdmissionReview) as the API server would.
+    /// AdmissionReview) as the newest API server would.
     pub fn evaluate(
         &self,
         request: &Json,
         authorize: Arc<dyn Authorize>,
         params: &dyn Params,
     ) -> Outcome {
+        self.evaluate_detailed(request, authorize, params, Options::default())
+            .outcome
+    }
+
+    /// Evaluates the policies on `request` as the API server `options`
+    /// describe, with every policy's costs and decisions.
+    pub fn evaluate_detailed(
+        &self,
+        request: &Json,
+        authorize: Arc<dyn Authorize>,
+        params: &dyn Params,
+        options: Options,
+    ) -> Report {
         let user: UserInfo = request
             .get("userInfo")
             .and_then(|u| serde_json::from_value(u.clone()).ok())
             .unwrap_or_default();
+        let model = options.cost_model();
         let mut matched = false;
-        let mut warnings = Vec::new();
+        let mut recorder = crate::warnings::Recorder::default();
+        let mut denial: Option<String> = None;
+        let mut reports = Vec::new();
         for compiled in &self.compiled {
             let bound = &compiled.bound;
-            if !matches(&bound.policy.spec.match_constraints.resource_rules, request) {
-                continue;
-            }
-            matched = true;
-            let authorizer = Authorizer::new(user.clone(), authorize.clone());
-            let failures = evaluate_bound(&self.env, compiled, request, &authorizer, params);
-            let actions = &bound.binding.spec.validation_actions;
             let policy = &bound.policy.metadata.name;
             let binding = &bound.binding.metadata.name;
-            if let Some(first) = failures.first()
-                && actions.iter().any(|a| a == "Deny")
-            {
-                // dispatcher.go: the first denied decision becomes the error.
-                return Outcome::Denied {
-                    message: format!(
-                        "ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied \
-                         request: {first}"
-                    ),
-                };
+            let mut report = PolicyReport {
+                policy: policy.clone(),
+                binding: binding.clone(),
+                matched: matches(&bound.policy.spec.match_constraints.resource_rules, request),
+                evaluations: Vec::new(),
+            };
+            if report.matched {
+                matched = true;
+                let authorizer = Authorizer::new(user.clone(), authorize.clone()).value();
+                report.evaluations = evaluate_bound(compiled, request, &authorizer, params, model);
+                let actions = &bound.binding.spec.validation_actions;
+                // dispatcher.go: every denied decision warns for `Warn`; the
+                // first denied decision of all becomes the error for `Deny`.
+                for decision in report.evaluations.iter().flat_map(|e| &e.decisions) {
+                    if decision.action != Action::Deny {
+                        continue;
+                    }
+                    if actions.iter().any(|a| a == "Deny") && denial.is_none() {
+                        denial = Some(format!(
+                            "ValidatingAdmissionPolicy '{policy}' with binding '{binding}' \
+                             denied request: {}",
+                            decision.message
+                        ));
+                    }
+                    if actions.iter().any(|a| a == "Warn") {
+                        recorder.add(&format!(
+                            "Validation failed for ValidatingAdmissionPolicy '{policy}' with \
+                             binding '{binding}': {}",
+                            decision.message
+                        ));
+                    }
+                }
             }
-            if actions.iter().any(|a| a == "Warn") {
-                warnings.extend(failures.iter().map(|f| {
-                    format!(
-                        "Validation failed for ValidatingAdmissionPolicy '{policy}' with binding \
-                         '{binding}': {f}"
-                    )
-                }));
-            }
+            reports.push(report);
         }
-        if matched {
-            Outcome::Allowed { warnings }
-        } else {
-            Outcome::NotMatched
+        let warnings = recorder.into_warnings();
+        let outcome = match denial {
+            Some(message) => Outcome::Denied { message },
+            None if matched => Outcome::Allowed {
+                warnings: warnings.clone(),
+            },
+            None => Outcome::NotMatched,
+        };
+        Report {
+            options,
+            outcome,
+            warnings,
+            policies: reports,
         }
     }
 }
@@ -199,124 +432,368 @@ pub fn evaluate(
     Ok(Policies::compile(policies)?.evaluate(request, authorize, params))
 }
 
-/// The failure messages of one policy: for a policy with params, over every
-/// param (an evaluation per param, as `dispatcher.go` loops over them).
+/// A whole evaluation that failed: one error decision, as the failure
+/// policy decides it.
+fn failed(compiled: &Compiled, message: String) -> Decision {
+    Decision {
+        action: failure_action(compiled),
+        evaluation: Evaluation::Error,
+        message,
+    }
+}
+
+fn failure_action(compiled: &Compiled) -> Action {
+    if compiled.bound.policy.spec.failure_policy == "Ignore" {
+        Action::Admit
+    } else {
+        Action::Deny
+    }
+}
+
+/// The evaluations of one policy: for a policy with params, one per param,
+/// each with its own budget (`dispatcher.go` loops over them).
 fn evaluate_bound(
-    env: &Arc<Env>,
     compiled: &Compiled,
     request: &Json,
-    authorizer: &Authorizer,
+    authorizer: &Value,
     params: &dyn Params,
-) -> Vec<String> {
+    model: CostModel,
+) -> Vec<EvaluationReport> {
     let spec = &compiled.bound.policy.spec;
+    let single = |message: &str| EvaluationReport {
+        conditions_matched: true,
+        match_conditions_cost: 0,
+        cost: 0,
+        expressions: Vec::new(),
+        out_of_budget: None,
+        decisions: vec![failed(compiled, message.to_string())],
+    };
     let Some(kind) = &spec.param_kind else {
-        return evaluate_once(env, compiled, request, authorizer, &Json::Null);
+        return vec![validate(compiled, request, authorizer, &Json::Null, model)];
     };
     let Some(param_ref) = &compiled.bound.binding.spec.param_ref else {
-        return vec![
-            "failed to configure binding: the policy has a paramKind but the binding no paramRef"
-                .into(),
-        ];
+        return vec![single(
+            "failed to configure binding: the policy has a paramKind but the binding no paramRef",
+        )];
     };
     let found = params.params(&kind.api_version, &kind.kind, &param_ref.selector);
     if found.is_empty() {
         return if param_ref.parameter_not_found_action == "Deny" {
-            vec!["no params found for policy binding with `Deny` parameterNotFoundAction".into()]
+            vec![single(
+                "no params found for policy binding with `Deny` parameterNotFoundAction",
+            )]
         } else {
             Vec::new()
         };
     }
     found
         .iter()
-        .flat_map(|param| evaluate_once(env, compiled, request, authorizer, param))
+        .map(|param| validate(compiled, request, authorizer, param, model))
         .collect()
 }
 
-/// The failures of one evaluation: a validation that is false gives its
-/// message; one that errors fails closed (every generated policy has
-/// `failurePolicy: Fail`) with the API server's error text.
-fn evaluate_once(
-    env: &Arc<Env>,
+/// The names of one evaluation without the authorizer, as `activation.go`
+/// binds them for message expressions.
+fn bindings(request: &Json, param: &Json) -> Bindings {
+    let null = Json::Null;
+    Bindings(vec![
+        ("object", to_cel(request.get("object").unwrap_or(&null))),
+        (
+            "oldObject",
+            to_cel(request.get("oldObject").unwrap_or(&null)),
+        ),
+        // `request` is typed in the API server (`kubernetes.AdmissionRequest`):
+        // a field is set or absent, never null.
+        ("request", to_cel(&without_nulls(request))),
+        ("params", to_cel(param)),
+        ("namespaceObject", Value::Null),
+    ])
+}
+
+/// `validator.go`'s `Validate` on one param.
+fn validate(
     compiled: &Compiled,
     request: &Json,
-    authorizer: &Authorizer,
+    authorizer: &Value,
     param: &Json,
-) -> Vec<String> {
-    let null = Json::Null;
-    let evaluation = Evaluation {
-        env: env.clone(),
-        bindings: vec![
-            ("object", to_cel(request.get("object").unwrap_or(&null))),
-            (
-                "oldObject",
-                to_cel(request.get("oldObject").unwrap_or(&null)),
-            ),
-            // `request` is typed in the API server (`kubernetes.AdmissionRequest`):
-            // a field is set or absent, never null.
-            ("request", to_cel(&without_nulls(request))),
-            ("params", to_cel(param)),
-            ("namespaceObject", Value::Null),
-            ("authorizer", authorizer.clone().value()),
-        ],
-        authorizer: authorizer.clone(),
-        variables: &compiled.variables,
-        cache: Mutex::new(HashMap::new()),
-        charged: AtomicU64::new(0),
-        spent: AtomicU64::new(0),
+    model: CostModel,
+) -> EvaluationReport {
+    let spec = &compiled.bound.policy.spec;
+    let without_authorizer = bindings(request, param);
+    let mut with_authorizer = Bindings(without_authorizer.0.clone());
+    with_authorizer.0.push(("authorizer", authorizer.clone()));
+    let mut report = EvaluationReport {
+        conditions_matched: true,
+        match_conditions_cost: 0,
+        cost: 0,
+        expressions: Vec::new(),
+        out_of_budget: None,
+        decisions: Vec::new(),
     };
 
-    // Match conditions: all must hold; an error fails closed.
-    for (condition, source) in compiled
-        .conditions
-        .iter()
-        .zip(&compiled.bound.policy.spec.match_conditions)
-    {
-        match evaluation.run(condition) {
-            Ok(Value::Bool(true)) => {}
-            Ok(Value::Bool(false)) => return Vec::new(),
-            Ok(other) => {
-                return vec![format!(
-                    "matchCondition '{}' must evaluate to bool, not {:?}",
-                    source.name,
-                    other.type_of()
-                )];
+    if !compiled.conditions.is_empty() {
+        let composition =
+            Composition::new(&with_authorizer, compiled, model, Phase::MatchConditions);
+        let expressions: Vec<(String, &str, Option<&Program>)> = compiled
+            .conditions
+            .iter()
+            .zip(&spec.match_conditions)
+            .enumerate()
+            .map(|(i, (program, c))| {
+                (
+                    format!("matchConditions[{i}] ({})", c.name),
+                    c.expression.as_str(),
+                    Some(program),
+                )
+            })
+            .collect();
+        let run = for_input(
+            &composition,
+            &expressions,
+            MATCH_CONDITIONS_BUDGET,
+            &mut report,
+        );
+        report.match_conditions_cost = MATCH_CONDITIONS_BUDGET - run.remaining;
+        let Some(results) = run.results else {
+            report.decisions = vec![failed(compiled, OUT_OF_BUDGET.into())];
+            return report;
+        };
+        // matcher.go: any false skips the policy; otherwise errors fail it.
+        let mut errors = Vec::new();
+        for result in results.into_iter().flatten() {
+            match result {
+                Ok(Value::Bool(false)) => {
+                    report.conditions_matched = false;
+                    return report;
+                }
+                Ok(Value::Bool(true)) => {}
+                Ok(other) => errors.push(format!(
+                    "matchCondition must evaluate to bool, not {}",
+                    crate::authorizer::type_name(&other)
+                )),
+                Err(e) => errors.push(e),
             }
-            Err(e) => return vec![format!("matchCondition '{}' error: {e}", source.name)],
+        }
+        if !errors.is_empty() {
+            let message = if errors.len() == 1 {
+                errors.remove(0)
+            } else {
+                format!("[{}]", errors.join(", "))
+            };
+            report.decisions = vec![failed(compiled, message)];
+            return report;
         }
     }
 
-    let mut failures = Vec::new();
-    for ((program, message_program), source) in compiled
+    let composition = Composition::new(&with_authorizer, compiled, model, Phase::Validations);
+    let expressions: Vec<(String, &str, Option<&Program>)> = compiled
         .validations
         .iter()
-        .zip(&compiled.bound.policy.spec.validations)
-    {
-        match evaluation.run(program) {
-            Ok(Value::Bool(true)) => {}
-            Ok(Value::Bool(false)) => {
-                let from_expression =
-                    message_program
-                        .as_ref()
-                        .and_then(|p| match evaluation.run(p) {
-                            Ok(Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
-                                Some(s.to_string())
-                            }
-                            _ => None,
-                        });
-                failures.push(message(source, from_expression));
-            }
-            Ok(other) => failures.push(format!(
-                "expression '{}' resulted in error: must evaluate to bool, not {:?}",
-                source.expression,
-                other.type_of()
-            )),
-            Err(error) => failures.push(format!(
-                "expression '{}' resulted in error: {error}",
-                source.expression
-            )),
+        .zip(&spec.validations)
+        .enumerate()
+        .map(|(i, (program, v))| {
+            (
+                format!("validations[{i}].expression"),
+                v.expression.as_str(),
+                Some(program),
+            )
+        })
+        .collect();
+    let run = for_input(&composition, &expressions, RUNTIME_BUDGET, &mut report);
+    let Some(results) = run.results else {
+        report.cost = RUNTIME_BUDGET;
+        report.decisions = vec![failed(compiled, OUT_OF_BUDGET.into())];
+        return report;
+    };
+
+    // Every message expression, whatever the validations decided, without
+    // the authorizer, in a fresh composition context.
+    let composition = Composition::new(&without_authorizer, compiled, model, Phase::Messages);
+    let expressions: Vec<(String, &str, Option<&Program>)> = compiled
+        .messages
+        .iter()
+        .zip(&spec.validations)
+        .enumerate()
+        .map(|(i, (program, v))| {
+            (
+                format!("validations[{i}].messageExpression"),
+                v.message_expression.as_deref().unwrap_or(""),
+                program.as_ref(),
+            )
+        })
+        .collect();
+    let messages = for_input(&composition, &expressions, run.remaining, &mut report);
+    report.cost = RUNTIME_BUDGET - messages.remaining;
+
+    for (i, (result, source)) in results.into_iter().zip(&spec.validations).enumerate() {
+        let message_result = messages
+            .results
+            .as_ref()
+            .and_then(|m| m.get(i).cloned().flatten());
+        let decision = match result {
+            Some(Err(error)) => failed(compiled, error),
+            _ if messages.results.is_none() => failed(
+                compiled,
+                format!("failed messageExpression: {OUT_OF_BUDGET}"),
+            ),
+            Some(Ok(Value::Bool(true))) => Decision {
+                action: Action::Admit,
+                evaluation: Evaluation::Admit,
+                message: String::new(),
+            },
+            _ => Decision {
+                action: Action::Deny,
+                evaluation: Evaluation::Deny,
+                message: message(source, message_result),
+            },
+        };
+        report.decisions.push(decision);
+    }
+    report
+}
+
+/// What `ForInput` gave: each expression's result (`None` for a
+/// placeholder), or `None` when the budget ran out; and what is left.
+struct Run {
+    results: Option<Vec<Option<Out>>>,
+    remaining: u64,
+}
+
+/// `condition.go`'s `ForInput` with `activation.go`'s `Evaluate`: each
+/// expression in turn, each stopped past `PerCallLimit`, the variables it
+/// reads and then its own cost taken from `budget`; past it, the whole run
+/// fails.
+fn for_input(
+    composition: &Composition,
+    expressions: &[(String, &str, Option<&Program>)],
+    budget: u64,
+    report: &mut EvaluationReport,
+) -> Run {
+    let mut remaining = budget;
+    let mut results = Vec::with_capacity(expressions.len());
+    for (field, source, program) in expressions {
+        let Some(program) = program else {
+            results.push(None);
+            continue;
+        };
+        let mut interpreter =
+            Interpreter::new(composition, composition.model, Some(PER_CALL_LIMIT));
+        let out = interpreter.run(program.expression());
+        report.expressions.extend(composition.log.take());
+        let variables = composition.accumulated.take();
+        let own = interpreter.cost();
+        report.expressions.push(ExpressionCost {
+            phase: composition.phase,
+            field: field.clone(),
+            cost: own,
+            over_limit: own > PER_CALL_LIMIT,
+            error: out.as_ref().err().cloned(),
+        });
+        let out_of_budget = variables > remaining || own > remaining - variables;
+        if out_of_budget {
+            report.out_of_budget = Some(OutOfBudget {
+                phase: composition.phase,
+                field: field.clone(),
+                remaining,
+                needed: variables.saturating_add(own),
+            });
+            return Run {
+                results: None,
+                remaining: 0,
+            };
+        }
+        remaining -= variables + own;
+        results.push(Some(out.map_err(|e| {
+            format!("expression '{source}' resulted in error: {e}")
+        })));
+    }
+    Run {
+        results: Some(results),
+        remaining,
+    }
+}
+
+/// `composition.go`'s composition context: the bindings, and the variables
+/// evaluated lazily, each once, their cost accumulated until the reading
+/// expression's evaluation takes it.
+struct Composition<'a> {
+    bindings: &'a Bindings,
+    variables: &'a [(String, Program)],
+    model: CostModel,
+    phase: Phase,
+    cache: RefCell<HashMap<String, Out>>,
+    accumulated: Cell<u64>,
+    log: RefCell<Vec<ExpressionCost>>,
+}
+
+impl<'a> Composition<'a> {
+    fn new(bindings: &'a Bindings, compiled: &'a Compiled, model: CostModel, phase: Phase) -> Self {
+        Composition {
+            bindings,
+            variables: &compiled.variables,
+            model,
+            phase,
+            cache: RefCell::new(HashMap::new()),
+            accumulated: Cell::new(0),
+            log: RefCell::new(Vec::new()),
         }
     }
-    failures
+}
+
+impl Activation for Composition<'_> {
+    fn resolve(&self, name: &str) -> Option<Value> {
+        self.bindings.resolve(name)
+    }
+
+    fn variable(&self, name: &str) -> Option<Out> {
+        if let Some(cached) = self.cache.borrow().get(name) {
+            return Some(cached.clone());
+        }
+        let (_, program) = self.variables.iter().find(|(n, _)| n == name)?;
+        let mut interpreter = Interpreter::new(self, self.model, Some(PER_CALL_LIMIT));
+        let out = interpreter
+            .run(program.expression())
+            .map_err(|e| format!("composited variable \"{name}\" fails to evaluate: {e}"));
+        let cost = interpreter.cost();
+        self.accumulated
+            .set(self.accumulated.get().saturating_add(cost));
+        self.log.borrow_mut().push(ExpressionCost {
+            phase: self.phase,
+            field: format!("variables.{name}"),
+            cost,
+            over_limit: cost > PER_CALL_LIMIT,
+            error: out.as_ref().err().cloned(),
+        });
+        self.cache
+            .borrow_mut()
+            .insert(name.to_string(), out.clone());
+        Some(out)
+    }
+}
+
+/// The message of a failed validation (`validator.go`): the
+/// `messageExpression`'s string, trimmed, when it gave one that is not
+/// empty, not longer than 5 KiB and on one line; else `message`, else
+/// "failed expression: <expression>".
+fn message(source: &crate::model::Validation, from_expression: Option<Out>) -> String {
+    let evaluated = match from_expression {
+        Some(Ok(Value::String(s))) => {
+            let s = s.trim();
+            (!s.is_empty() && s.len() <= MAX_MESSAGE_EXPRESSION_BYTES && !s.contains('\n'))
+                .then(|| s.to_string())
+        }
+        _ => None,
+    };
+    evaluated
+        .or_else(|| {
+            source
+                .message
+                .as_deref()
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| format!("failed expression: {}", source.expression.trim()))
 }
 
 /// `value` without its null fields, at every depth: what the API server
@@ -333,147 +810,6 @@ pub fn without_nulls(value: &Json) -> Json {
         Json::Array(items) => Json::Array(items.iter().map(without_nulls).collect()),
         other => other.clone(),
     }
-}
-
-/// One evaluation of a policy: its bindings, its variables evaluated
-/// lazily on first use and kept (kubernetes
-/// `staging/src/k8s.io/apiserver/pkg/admission/plugin/cel/composition.go`),
-/// and the cost spent so far.
-struct Evaluation<'a> {
-    env: Arc<Env>,
-    bindings: Vec<(&'static str, Value)>,
-    authorizer: Authorizer,
-    variables: &'a [(String, Program)],
-    cache: Mutex<HashMap<String, Result<Value, String>>>,
-    /// Authorizer checks already charged to a finished program.
-    charged: AtomicU64,
-    /// What the evaluation has spent.
-    spent: AtomicU64,
-}
-
-impl Evaluation<'_> {
-    /// A context with the bindings, the libraries and `variables`.
-    fn context(&self) -> Result<Context<'_, '_>, String> {
-        let mut context = Context::with_env(self.env.clone());
-        authorizer::register(&mut context)
-            .and(crate::strings::register(&mut context))
-            .map_err(|e| format!("the CEL environment cannot be built: {e}"))?;
-        for (name, value) in &self.bindings {
-            context.add_variable_from_value(*name, value.clone());
-        }
-        context.add_variable_as_val("variables", Box::new(LazyVariables(self)));
-        Ok(context)
-    }
-
-    /// Runs `program`, charging it for its own authorizer checks (not those
-    /// of the variables it reads, which are charged to each variable): one
-    /// expression may spend `PER_CALL_LIMIT`, the whole evaluation
-    /// `RUNTIME_BUDGET`; beyond either the API server stops with an error
-    /// (cel `CostLimit`; validating `filter.go`), which fails closed.
-    fn run(&self, program: &Program) -> Result<Value, String> {
-        let context = self.context()?;
-        let (checks, charged) = (self.authorizer.checks_made(), self.charged.load(Relaxed));
-        let result = program.execute(&context).map_err(|e| e.to_string());
-        let nested = self.charged.load(Relaxed) - charged;
-        let own = self.authorizer.checks_made() - checks - nested;
-        self.charged.fetch_add(own, Relaxed);
-        let cost = own * cost::AUTHZ_CHECK_COST;
-        if cost > cost::PER_CALL_LIMIT {
-            return Err("operation cancelled: actual cost limit exceeded".into());
-        }
-        if self.spent.fetch_add(cost, Relaxed) + cost > cost::RUNTIME_BUDGET {
-            return Err(
-                "validation failed due to running out of cost budget, no further \
-                        validation rules will be run"
-                    .into(),
-            );
-        }
-        result
-    }
-
-    /// `variables.<name>`, evaluated on first use.
-    fn variable(&self, name: &str) -> Result<Value, ExecutionError> {
-        let cached = self.cache.lock().ok().and_then(|c| c.get(name).cloned());
-        let result = match cached {
-            Some(result) => result,
-            None => {
-                let Some((_, program)) = self.variables.iter().find(|(n, _)| n == name) else {
-                    return Err(ExecutionError::no_such_key(name));
-                };
-                let result = self.run(program);
-                if let Ok(mut cache) = self.cache.lock() {
-                    cache.insert(name.to_string(), result.clone());
-                }
-                result
-            }
-        };
-        result.map_err(|e| ExecutionError::function_error(&format!("variables.{name}"), e))
-    }
-}
-
-/// The `variables` binding: each field evaluated when it is first read.
-#[derive(Clone, Copy)]
-struct LazyVariables<'a>(&'a Evaluation<'a>);
-
-impl std::fmt::Debug for LazyVariables<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("variables")
-    }
-}
-
-static VARIABLES_TYPE: Type = Type::new_unspecified_type("kubernetes.variables");
-
-impl Val for LazyVariables<'_> {
-    fn get_type(&self) -> &Type {
-        &VARIABLES_TYPE
-    }
-
-    fn cel_type() -> &'static Type {
-        &VARIABLES_TYPE
-    }
-
-    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
-    where
-        Self: 'v,
-    {
-        Some(self)
-    }
-
-    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
-    where
-        Self: 'v,
-    {
-        Box::new(*self)
-    }
-}
-
-impl Indexer for LazyVariables<'_> {
-    fn get<'b, 'v>(&'b self, field: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
-    where
-        Self: 'v,
-    {
-        let Some(name) = field.downcast_ref::<CelString>().map(CelString::inner) else {
-            return Err(ExecutionError::no_such_key("variables"));
-        };
-        let value: Box<dyn Val> = self.0.variable(name)?.try_into()?;
-        Ok(CowVal::Owned(value))
-    }
-
-    fn steal<'v>(self: Box<Self>, field: &dyn Val) -> Result<Box<dyn Val + 'v>, ExecutionError>
-    where
-        Self: 'v,
-    {
-        self.get(field).map(CowVal::into_owned)
-    }
-}
-
-/// The message of a failed validation (`validator.go`): the
-/// `messageExpression`'s string when it gave a non-empty one, else
-/// `message`, else "failed expression: <expression>".
-fn message(source: &crate::model::Validation, from_expression: Option<String>) -> String {
-    from_expression
-        .or_else(|| source.message.clone())
-        .unwrap_or_else(|| format!("failed expression: {}", source.expression))
 }
 
 /// `matching.go`: the request's resource, subresource and operation against
@@ -522,8 +858,7 @@ pub fn evaluate_crd_rule(
     value: &Json,
     old: Option<&Json>,
 ) -> Result<Option<bool>, RuleError> {
-    let env = Arc::new(Env::stdlib());
-    let program = env.compile(&rule.rule).map_err(|e| {
+    let program = Env::stdlib().compile(&rule.rule).map_err(|e| {
         RuleError::Compile(olm_guard_core::text::one_line(
             &e.to_string(),
             olm_guard_core::text::QUOTE_MAX,
@@ -533,15 +868,15 @@ pub fn evaluate_crd_rule(
     if transition && old.is_none() {
         return Ok(None);
     }
-    let mut context = Context::with_env(env);
-    crate::strings::register(&mut context).map_err(|e| RuleError::Compile(e.to_string()))?;
-    context.add_variable_from_value("self", to_cel(value));
+    let mut bound = vec![("self", to_cel(value))];
     if let Some(old) = old {
-        context.add_variable_from_value("oldSelf", to_cel(old));
+        bound.push(("oldSelf", to_cel(old)));
     }
-    match program.execute(&context) {
+    let bindings = Bindings(bound);
+    let model = Options::default().cost_model();
+    match Interpreter::new(&bindings, model, Some(PER_CALL_LIMIT)).run(program.expression()) {
         Ok(Value::Bool(holds)) => Ok(Some(holds)),
-        Ok(other) => Err(RuleError::NotBool(format!("{:?}", other.type_of()))),
+        Ok(other) => Err(RuleError::NotBool(crate::authorizer::type_name(&other))),
         Err(e) => Err(RuleError::Evaluation(e)),
     }
 }
@@ -555,7 +890,7 @@ pub enum RuleError {
     Compile(String),
     /// Evaluating it failed (a missing field, a wrong type).
     #[error("the rule failed: {0}")]
-    Evaluation(#[source] ExecutionError),
+    Evaluation(String),
     /// It gave something else than a bool.
     #[error("the rule gave {0}, not a bool")]
     NotBool(String),

@@ -11,9 +11,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cel::extractors::This;
+use cel::Value;
 use cel::objects::Opaque;
-use cel::{Context, ExecutionError, Value};
 
 use olm_guard_core::UserInfo;
 use olm_guard_core::protocol::ResourceAttributes;
@@ -137,68 +136,157 @@ impl Opaque for Decision {
     }
 }
 
-/// Registers the library's functions in `context`.
-pub fn register(context: &mut Context) -> Result<(), cel::DeclarationError> {
-    context.add_function("path", path)?;
-    context.add_function("group", group)?;
-    context.add_function("serviceAccount", service_account)?;
-    context.add_function("resource", resource)?;
-    context.add_function("subresource", subresource)?;
-    context.add_function("namespace", namespace)?;
-    context.add_function("name", name)?;
-    context.add_function("check", check)?;
-    context.add_function("allowed", allowed)?;
-    context.add_function("reason", reason)?;
-    context.add_function("errored", errored)?;
-    context.add_function("error", error)?;
-    Ok(())
-}
-
-fn opaque<'a, T: 'static>(value: &'a Value, function: &str) -> Result<&'a T, ExecutionError> {
-    match value {
-        Value::Opaque(o) => o.downcast_ref::<T>(),
-        _ => None,
+/// Calls the library's `function` on `target` with `args`; `None` when
+/// `function` is not one of the library's or `target` is not one of its
+/// values (an authorizer, a check, a decision).
+pub(crate) fn call(
+    function: &str,
+    target: &Value,
+    args: &[Value],
+) -> Option<Result<Value, String>> {
+    let Value::Opaque(opaque) = target else {
+        return None;
+    };
+    let text = |i: usize| match args.get(i) {
+        Some(Value::String(s)) => Ok(s.to_string()),
+        other => Err(format!(
+            "no such overload: {}.{function}({})",
+            opaque.runtime_type_name(),
+            other.map(type_name).unwrap_or_default()
+        )),
+    };
+    let arity = |n: usize| {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(format!(
+                "no such overload: {}.{function} with {} argument(s)",
+                opaque.runtime_type_name(),
+                args.len()
+            ))
+        }
+    };
+    if let Some(authorizer) = opaque.downcast_ref::<Authorizer>() {
+        let result = match function {
+            "path" => arity(1).and_then(|_| text(0)).map(|path| {
+                Value::Opaque(Arc::new(PathCheck {
+                    authorizer: authorizer.clone(),
+                    path,
+                }))
+            }),
+            "group" => arity(1).and_then(|_| text(0)).map(|group| {
+                Value::Opaque(Arc::new(ResourceCheck {
+                    authorizer: authorizer.clone(),
+                    attributes: ResourceAttributes {
+                        group: Some(group),
+                        // The library asks for every version (authz.go, `resourceCheckCheck`).
+                        version: Some("*".into()),
+                        ..Default::default()
+                    },
+                    has_resource: false,
+                }))
+            }),
+            "serviceAccount" => arity(2).and_then(|_| {
+                let (namespace, name) = (text(0)?, text(1)?);
+                Ok(service_account(authorizer, &namespace, &name))
+            }),
+            _ => return None,
+        };
+        return Some(result);
     }
-    .ok_or_else(|| ExecutionError::no_such_member_overload(function, vec![type_name(value)]))
+    if let Some(check) = opaque.downcast_ref::<ResourceCheck>() {
+        let with = |set: &dyn Fn(&mut ResourceCheck, String), needs_resource: bool| {
+            arity(1)?;
+            let value = text(0)?;
+            if check.has_resource != needs_resource {
+                return Err(format!(
+                    "no such overload: {}.{function}(string)",
+                    opaque.runtime_type_name()
+                ));
+            }
+            let mut check = check.clone();
+            set(&mut check, value);
+            Ok(Value::Opaque(Arc::new(check)))
+        };
+        let result = match function {
+            "resource" => with(
+                &|c, v| {
+                    c.attributes.resource = v;
+                    c.has_resource = true;
+                },
+                false,
+            ),
+            "subresource" => with(
+                &|c, v| c.attributes.subresource = Some(v).filter(|s| !s.is_empty()),
+                true,
+            ),
+            "namespace" => with(
+                &|c, v| c.attributes.namespace = Some(v).filter(|s| !s.is_empty()),
+                true,
+            ),
+            "name" => with(
+                &|c, v| c.attributes.name = Some(v).filter(|s| !s.is_empty()),
+                true,
+            ),
+            "check" if check.has_resource => arity(1).and_then(|_| text(0)).map(|verb| {
+                let mut attributes = check.attributes.clone();
+                attributes.verb = verb;
+                let a = &check.authorizer;
+                a.checks.fetch_add(1, Ordering::Relaxed);
+                decision(a.source.resource(&a.user, &attributes))
+            }),
+            _ => return None,
+        };
+        return Some(result);
+    }
+    if let Some(path) = opaque.downcast_ref::<PathCheck>() {
+        if function != "check" {
+            return None;
+        }
+        return Some(arity(1).and_then(|_| text(0)).map(|verb| {
+            let a = &path.authorizer;
+            a.checks.fetch_add(1, Ordering::Relaxed);
+            decision(a.source.non_resource(&a.user, &verb, &path.path))
+        }));
+    }
+    let decision = opaque.downcast_ref::<Decision>()?;
+    let result = match function {
+        "allowed" => Value::Bool(decision.allowed),
+        "errored" => Value::Bool(decision.error.is_some()),
+        "reason" => Value::String(Arc::new(
+            if decision.allowed {
+                "allowed"
+            } else {
+                "denied"
+            }
+            .to_string(),
+        )),
+        "error" => Value::String(Arc::new(decision.error.clone().unwrap_or_default())),
+        _ => return None,
+    };
+    Some(arity(0).map(|_| result))
 }
 
+/// The CEL name of `value`'s type.
 pub(crate) fn type_name(value: &Value) -> String {
     match value {
         Value::Opaque(o) => o.runtime_type_name().to_string(),
+        Value::Int(_) => "int".into(),
+        Value::UInt(_) => "uint".into(),
+        Value::Float(_) => "double".into(),
+        Value::String(_) => "string".into(),
+        Value::Bytes(_) => "bytes".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::List(_) => "list".into(),
+        Value::Map(_) => "map".into(),
+        Value::Null => "null_type".into(),
         other => format!("{:?}", other.type_of()),
     }
 }
 
-fn path(This(this): This<Value>, path: Arc<String>) -> Result<Value, ExecutionError> {
-    let authorizer = opaque::<Authorizer>(&this, "path")?.clone();
-    Ok(Value::Opaque(Arc::new(PathCheck {
-        authorizer,
-        path: path.to_string(),
-    })))
-}
-
-fn group(This(this): This<Value>, group: Arc<String>) -> Result<Value, ExecutionError> {
-    let authorizer = opaque::<Authorizer>(&this, "group")?.clone();
-    Ok(Value::Opaque(Arc::new(ResourceCheck {
-        authorizer,
-        attributes: ResourceAttributes {
-            group: Some(group.to_string()),
-            // The library asks for every version (authz.go, `resourceCheckCheck`).
-            version: Some("*".into()),
-            ..Default::default()
-        },
-        has_resource: false,
-    })))
-}
-
 /// `authorizer.serviceAccount(ns, name)`: an authorizer for that service
 /// account's user name and groups, as authz.go builds it.
-fn service_account(
-    This(this): This<Value>,
-    namespace: Arc<String>,
-    name: Arc<String>,
-) -> Result<Value, ExecutionError> {
-    let authorizer = opaque::<Authorizer>(&this, "serviceAccount")?;
+fn service_account(authorizer: &Authorizer, namespace: &str, name: &str) -> Value {
     let user = UserInfo {
         username: format!("system:serviceaccount:{namespace}:{name}"),
         groups: vec![
@@ -207,91 +295,17 @@ fn service_account(
         ],
         ..Default::default()
     };
-    Ok(Authorizer {
+    Authorizer {
         user,
         source: authorizer.source.clone(),
         checks: authorizer.checks.clone(),
     }
-    .value())
+    .value()
 }
 
-/// One of `.resource()`, `.subresource()`, `.namespace()`, `.name()`.
-fn with(
-    this: &Value,
-    function: &str,
-    set: impl FnOnce(&mut ResourceCheck),
-    needs_resource: bool,
-) -> Result<Value, ExecutionError> {
-    let check = opaque::<ResourceCheck>(this, function)?;
-    if check.has_resource != needs_resource {
-        return Err(ExecutionError::no_such_member_overload(
-            function,
-            vec![type_name(this)],
-        ));
-    }
-    let mut check = check.clone();
-    set(&mut check);
-    Ok(Value::Opaque(Arc::new(check)))
-}
-
-fn resource(This(this): This<Value>, resource: Arc<String>) -> Result<Value, ExecutionError> {
-    with(
-        &this,
-        "resource",
-        |c| {
-            c.attributes.resource = resource.to_string();
-            c.has_resource = true;
-        },
-        false,
-    )
-}
-
-fn subresource(This(this): This<Value>, value: Arc<String>) -> Result<Value, ExecutionError> {
-    with(
-        &this,
-        "subresource",
-        |c| c.attributes.subresource = Some(value.to_string()).filter(|s| !s.is_empty()),
-        true,
-    )
-}
-
-fn namespace(This(this): This<Value>, value: Arc<String>) -> Result<Value, ExecutionError> {
-    with(
-        &this,
-        "namespace",
-        |c| c.attributes.namespace = Some(value.to_string()).filter(|s| !s.is_empty()),
-        true,
-    )
-}
-
-fn name(This(this): This<Value>, value: Arc<String>) -> Result<Value, ExecutionError> {
-    with(
-        &this,
-        "name",
-        |c| c.attributes.name = Some(value.to_string()).filter(|s| !s.is_empty()),
-        true,
-    )
-}
-
-fn check(This(this): This<Value>, verb: Arc<String>) -> Result<Value, ExecutionError> {
-    let answer = if let Ok(path) = opaque::<PathCheck>(&this, "check") {
-        let a = &path.authorizer;
-        a.checks.fetch_add(1, Ordering::Relaxed);
-        a.source.non_resource(&a.user, &verb, &path.path)
-    } else {
-        let check = opaque::<ResourceCheck>(&this, "check")?;
-        if !check.has_resource {
-            return Err(ExecutionError::no_such_member_overload(
-                "check",
-                vec![type_name(&this)],
-            ));
-        }
-        let mut attributes = check.attributes.clone();
-        attributes.verb = verb.to_string();
-        let a = &check.authorizer;
-        a.checks.fetch_add(1, Ordering::Relaxed);
-        a.source.resource(&a.user, &attributes)
-    };
+/// The decision for an authorizer's answer: a failed authorizer is a
+/// decision that is not allowed and errored.
+fn decision(answer: Result<bool, AuthorizerError>) -> Value {
     let decision = match answer {
         Ok(allowed) => Decision {
             allowed,
@@ -302,32 +316,5 @@ fn check(This(this): This<Value>, verb: Arc<String>) -> Result<Value, ExecutionE
             error: Some(error.to_string()),
         },
     };
-    Ok(Value::Opaque(Arc::new(decision)))
-}
-
-fn allowed(This(this): This<Value>) -> Result<bool, ExecutionError> {
-    Ok(opaque::<Decision>(&this, "allowed")?.allowed)
-}
-
-fn reason(This(this): This<Value>) -> Result<Value, ExecutionError> {
-    let decision = opaque::<Decision>(&this, "reason")?;
-    Ok(Value::String(Arc::new(
-        if decision.allowed {
-            "allowed"
-        } else {
-            "denied"
-        }
-        .to_string(),
-    )))
-}
-
-fn errored(This(this): This<Value>) -> Result<bool, ExecutionError> {
-    Ok(opaque::<Decision>(&this, "errored")?.error.is_some())
-}
-
-fn error(This(this): This<Value>) -> Result<Value, ExecutionError> {
-    let decision = opaque::<Decision>(&this, "error")?;
-    Ok(Value::String(Arc::new(
-        decision.error.clone().unwrap_or_default(),
-    )))
+    Value::Opaque(Arc::new(decision))
 }

@@ -107,20 +107,35 @@ pub fn policies_yaml(native: &Native, command: &str) -> String {
     }
     let _ = writeln!(
         out,
-        "#\n# Cost: each authorizer check costs {AUTHZ_CHECK_COST} of an expression's \
-         {PER_CALL_LIMIT} and an evaluation's {RUNTIME_BUDGET}."
+        "#\n# Cost: the API server charges every CEL step at run time, as cel-go counts it; \
+         an expression may cost {PER_CALL_LIMIT}, an evaluation {RUNTIME_BUDGET}. From \
+         Kubernetes 1.32 (StrictCostEnforcementForVAP) an authorizer check costs \
+         {AUTHZ_CHECK_COST}; on 1.30-1.31 it costs 1 unless that gate is turned on."
     );
     for bound in &native.policies {
-        let estimates = cost::estimate(bound);
-        let most = estimates.iter().map(|e| e.checks).max().unwrap_or(0);
-        let worst = cost::worst_case_evaluation(bound)
-            .map(|c| c.to_string())
-            .unwrap_or_else(|| "unbounded".into());
+        let spec = &bound.policy.spec;
+        let expressions = spec
+            .variables
+            .iter()
+            .map(|v| v.expression.as_str())
+            .chain(spec.validations.iter().map(|v| v.expression.as_str()))
+            .chain(spec.match_conditions.iter().map(|c| c.expression.as_str()));
+        let (mut most, mut in_comprehension) = (0, false);
+        for expression in expressions {
+            let (checks, inside) = cost::checks_written(expression);
+            most = most.max(checks);
+            in_comprehension |= inside;
+        }
         let _ = writeln!(
             out,
-            "#  {}: at most {most} check(s) per expression, worst case {worst} per evaluation{}",
+            "#  {}: at most {most} check(s) written per expression{}{}",
             bound.policy.metadata.name,
-            if bound.policy.spec.param_kind.is_some() {
+            if in_comprehension {
+                ", one in a comprehension (once per element)"
+            } else {
+                ""
+            },
+            if spec.param_kind.is_some() {
                 " (evaluated once per param)"
             } else {
                 ""

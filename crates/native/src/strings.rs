@@ -1,76 +1,140 @@
-//! The functions of Kubernetes' CEL strings library that the generated
-//! policies use, with cel-go's semantics (cel-go `ext/strings.go`, enabled
-//! by kubernetes `staging/src/k8s.io/apiserver/pkg/cel/environment/base.go`):
-//! indices count Unicode code points.
+//! The functions of Kubernetes' CEL strings library (cel-go
+//! `ext/strings.go`, version 2, enabled by kubernetes
+//! `staging/src/k8s.io/apiserver/pkg/cel/environment/base.go`) and the
+//! standard string functions, with cel-go's semantics: indices count
+//! Unicode code points, and an index outside the string is an error.
 
 use std::sync::Arc;
 
-use cel::extractors::{Arguments, This};
-use cel::{Context, ExecutionError, Value};
+use cel::Value;
 
 use crate::authorizer::type_name;
 
-/// Registers `join`, `indexOf` and `substring` in `context`.
-pub fn register(context: &mut Context) -> Result<(), cel::DeclarationError> {
-    context.add_function("join", join)?;
-    context.add_function("indexOf", index_of)?;
-    context.add_function("substring", substring)?;
-    Ok(())
+/// Calls `function` on the string or list `target` with `args`; `None`
+/// when `function` is not a string function.
+pub(crate) fn call(
+    function: &str,
+    target: &Value,
+    args: &[Value],
+) -> Option<Result<Value, String>> {
+    if function == "join" {
+        return Some(join(target, args));
+    }
+    let Value::String(this) = target else {
+        return None;
+    };
+    let text = |i: usize| match args.get(i) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        other => Err(overload(function, target, other)),
+    };
+    let int = |i: usize| match args.get(i) {
+        Some(Value::Int(n)) => Ok(*n),
+        other => Err(overload(function, target, other)),
+    };
+    let string = |s: String| Value::String(Arc::new(s));
+    let result = match (function, args.len()) {
+        ("contains", 1) => text(0).map(|n| Value::Bool(this.contains(n.as_str()))),
+        ("startsWith", 1) => text(0).map(|n| Value::Bool(this.starts_with(n.as_str()))),
+        ("endsWith", 1) => text(0).map(|n| Value::Bool(this.ends_with(n.as_str()))),
+        ("indexOf", 1) => text(0).map(|n| index_of(this, &n, 0)).and_then(|r| r),
+        ("indexOf", 2) => text(0)
+            .and_then(|n| Ok((n, int(1)?)))
+            .and_then(|(n, start)| index_of(this, &n, start)),
+        ("lastIndexOf", 1) => text(0).map(|n| {
+            Value::Int(match this.rfind(n.as_str()) {
+                Some(byte) => this[..byte].chars().count() as i64,
+                None => -1,
+            })
+        }),
+        ("substring", 1) => int(0).and_then(|start| substring(this, start, None)),
+        ("substring", 2) => int(0)
+            .and_then(|start| Ok((start, int(1)?)))
+            .and_then(|(start, end)| substring(this, start, Some(end))),
+        ("lowerAscii", 0) => Ok(string(this.to_ascii_lowercase())),
+        ("upperAscii", 0) => Ok(string(this.to_ascii_uppercase())),
+        ("trim", 0) => Ok(string(this.trim().to_string())),
+        ("replace", 2) => text(0)
+            .and_then(|from| Ok((from, text(1)?)))
+            .map(|(from, to)| string(this.replace(from.as_str(), &to))),
+        ("split", 1) => text(0).map(|separator| {
+            let parts: Vec<Value> = if separator.is_empty() {
+                this.chars().map(|c| string(c.to_string())).collect()
+            } else {
+                this.split(separator.as_str())
+                    .map(|p| string(p.to_string()))
+                    .collect()
+            };
+            Value::List(Arc::new(parts))
+        }),
+        _ => return None,
+    };
+    Some(result)
 }
 
-/// `list(string).join(separator)`.
-fn join(This(this): This<Value>, separator: Arc<String>) -> Result<Value, ExecutionError> {
-    let Value::List(items) = &this else {
-        return Err(ExecutionError::no_such_member_overload(
-            "join",
-            vec![type_name(&this)],
-        ));
+fn overload(function: &str, target: &Value, arg: Option<&Value>) -> String {
+    format!(
+        "found no matching overload for '{function}' applied to '{}.({})'",
+        type_name(target),
+        arg.map(type_name).unwrap_or_default()
+    )
+}
+
+/// `list(string).join()` and `list(string).join(separator)`.
+fn join(target: &Value, args: &[Value]) -> Result<Value, String> {
+    let Value::List(items) = target else {
+        return Err(overload("join", target, args.first()));
+    };
+    let separator = match args {
+        [] => "",
+        [Value::String(s)] => s.as_str(),
+        _ => return Err(overload("join", target, args.first())),
     };
     let parts = items
         .iter()
         .map(|item| match item {
-            Value::String(s) => Ok(s.to_string()),
-            other => Err(ExecutionError::function_error(
-                "join",
-                format!("list element is {:?}, not a string", other.type_of()),
+            Value::String(s) => Ok(s.as_str()),
+            other => Err(format!(
+                "join: list element is a {}, not a string",
+                type_name(other)
             )),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Value::String(Arc::new(parts.join(separator.as_str()))))
+    Ok(Value::String(Arc::new(parts.join(separator))))
 }
 
-/// `string.indexOf(substring)`: the code-point index of the first
-/// occurrence, -1 when there is none, 0 for the empty string.
-fn index_of(This(this): This<Arc<String>>, needle: Arc<String>) -> i64 {
-    match this.find(needle.as_str()) {
-        Some(byte) => this[..byte].chars().count() as i64,
-        None => -1,
+/// `string.indexOf(substring[, start])`: the code-point index of the first
+/// occurrence at or after `start`, -1 when there is none.
+fn index_of(this: &str, needle: &str, start: i64) -> Result<Value, String> {
+    let chars: Vec<(usize, char)> = this.char_indices().collect();
+    if start < 0 || start as usize > chars.len() {
+        return Err(format!("index out of range: {start}"));
     }
+    let offset = chars
+        .get(start as usize)
+        .map(|(b, _)| *b)
+        .unwrap_or(this.len());
+    Ok(Value::Int(match this[offset..].find(needle) {
+        Some(byte) => start + this[offset..offset + byte].chars().count() as i64,
+        None => -1,
+    }))
 }
 
-/// `string.substring(start)` and `string.substring(start, end)`: the code
-/// points from `start` (to `end`, exclusive); an index outside the string,
-/// or `end` before `start`, is an error, as in cel-go.
-fn substring(
-    This(this): This<Arc<String>>,
-    Arguments(args): Arguments,
-) -> Result<Value, ExecutionError> {
+/// `string.substring(start[, end])`: the code points from `start` (to
+/// `end`, exclusive); an index outside the string, or `end` before
+/// `start`, is an error, as in cel-go.
+fn substring(this: &str, start: i64, end: Option<i64>) -> Result<Value, String> {
     let chars: Vec<char> = this.chars().collect();
-    let index = |value: Option<&Value>, default: usize| match value {
-        None => Ok(default as i64),
-        Some(Value::Int(i)) => Ok(*i),
-        Some(other) => Err(ExecutionError::function_error(
-            "substring",
-            format!("an index must be an int, not {:?}", other.type_of()),
-        )),
-    };
-    let start = index(args.first(), 0)?;
-    let end = index(args.get(1), chars.len())?;
     let len = chars.len() as i64;
-    if args.is_empty() || args.len() > 2 || start < 0 || end > len || start > end {
-        return Err(ExecutionError::function_error(
-            "substring",
-            format!("index out of range: [{start}, {end}) of a string of length {len}"),
+    let end = end.unwrap_or(len);
+    if start < 0 || start > len {
+        return Err(format!("index out of range: {start}"));
+    }
+    if end < 0 || end > len {
+        return Err(format!("index out of range: {end}"));
+    }
+    if start > end {
+        return Err(format!(
+            "invalid substring range. start: {start}, end: {end}"
         ));
     }
     Ok(Value::String(Arc::new(

@@ -1,7 +1,9 @@
 //! The evaluator behaves as the API server does on the cases the generated
-//! policies rely on: matching, messages, Deny and Warn, params, lazy
-//! variables, the authorizer library, the strings functions, and the cost of
-//! authorizer checks.
+//! policies rely on: matching, match conditions, messages (evaluated on
+//! every request, without the authorizer, in a fresh composition context),
+//! Deny and Warn, params, lazy variables, the authorizer library, the
+//! strings functions, the cost of an evaluation per Kubernetes version and
+//! the budget, and the warning limit.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,8 +12,11 @@ use serde_json::{Value, json};
 
 use olm_guard_core::UserInfo;
 use olm_guard_core::protocol::ResourceAttributes;
-use olm_guard_native::admission::{Outcome, Params, evaluate};
+use olm_guard_native::admission::{
+    Action, Evaluation, OUT_OF_BUDGET, Options, Outcome, Params, Phase, Policies, evaluate,
+};
 use olm_guard_native::authorizer::{Authorize, AuthorizerError};
+use olm_guard_native::cost::KubernetesVersion;
 use olm_guard_native::model::{
     BoundPolicy, MatchResources, ParamKind, ParamRef, PolicySpec, Validation, named, rule_for,
 };
@@ -322,4 +327,224 @@ fn a_policy_with_params_is_evaluated_once_per_param() {
     )
     .unwrap();
     assert_eq!(outcome, Outcome::Allowed { warnings: vec![] });
+}
+
+fn detailed(
+    policies: &[BoundPolicy],
+    request: &Value,
+    options: Options,
+) -> olm_guard_native::Report {
+    Policies::compile(policies).unwrap().evaluate_detailed(
+        request,
+        Arc::new(Fake::default()),
+        &NoParams,
+        options,
+    )
+}
+
+#[test]
+fn the_cost_of_an_evaluation_is_reported_as_cel_go_counts_it() {
+    // `size`: has(object.spec) 1 (its qualifier; has() itself is free on
+    // the API server), and the branch taken, object.spec.size, 2 (a branch
+    // of `?:` is resolved, not evaluated: its qualifiers only) = 3; the
+    // validation: variables.size 2 + `<` 1 = 3.
+    let p = [policy(vec![check("variables.size < 3")], &["Deny"])];
+    let report = detailed(
+        &p,
+        &request("CREATE", json!({"spec": {"size": 1}}), "alice"),
+        Options::default(),
+    );
+    let evaluation = &report.policies[0].evaluations[0];
+    assert_eq!(evaluation.cost, 6);
+    let costs: Vec<(&str, u64)> = evaluation
+        .expressions
+        .iter()
+        .map(|e| (e.field.as_str(), e.cost))
+        .collect();
+    assert_eq!(
+        costs,
+        [("variables.size", 3), ("validations[0].expression", 3)]
+    );
+    assert_eq!(evaluation.decisions[0].action, Action::Admit);
+}
+
+#[test]
+fn messages_run_without_the_authorizer_and_recompute_the_variables() {
+    let mut v = check("variables.mayList");
+    v.message_expression = Some("'may list: ' + string(variables.mayList)".into());
+    let mut p = policy(vec![v], &["Deny"]);
+    p.policy.spec.variables.push(named(
+        "mayList",
+        "authorizer.group('').resource('pods').check('list').allowed()",
+    ));
+    let fake = Arc::new(Fake::default());
+    let policies = Policies::compile(std::slice::from_ref(&p)).unwrap();
+    let report = policies.evaluate_detailed(
+        &request("CREATE", json!({}), "alice"),
+        fake.clone(),
+        &NoParams,
+        Options::default(),
+    );
+    // The message's variable has no authorizer to call: it errors, and the
+    // static message is shown.
+    assert_eq!(
+        report.outcome,
+        Outcome::Denied {
+            message: "ValidatingAdmissionPolicy 'p' with binding 'p' denied request: fixed message"
+                .into()
+        }
+    );
+    assert_eq!(fake.calls.load(Ordering::Relaxed), 1);
+    let evaluation = &report.policies[0].evaluations[0];
+    let recomputed = evaluation
+        .expressions
+        .iter()
+        .find(|e| e.phase == Phase::Messages && e.field == "variables.mayList")
+        .expect("the variable is computed again for the message");
+    assert!(recomputed.error.as_deref().unwrap().contains("authorizer"));
+}
+
+/// `!s.contains(t)` over two strings of 9,000 letters costs 900 × 900 +
+/// 7 = 810,007: twelve such validations leave 279,916 of the budget, less
+/// than one message expression of the same cost needs.
+fn expensive(validations: usize, with_messages: bool) -> (Vec<BoundPolicy>, Value) {
+    let validations = (0..validations)
+        .map(|_| {
+            let mut v = check("!object.spec.s.contains(object.spec.t)");
+            if with_messages {
+                v.message_expression =
+                    Some("object.spec.s.contains(object.spec.t) ? 'contained' : 'not'".into());
+            }
+            v
+        })
+        .collect();
+    let object = json!({"spec": {"s": "a".repeat(9000), "t": "b".repeat(9000)}});
+    (
+        vec![policy(validations, &["Deny"])],
+        request("CREATE", object, "alice"),
+    )
+}
+
+#[test]
+fn every_message_runs_on_the_budget_the_validations_left() {
+    let (p, r) = expensive(12, false);
+    let report = detailed(&p, &r, Options::default());
+    assert_eq!(report.outcome, Outcome::Allowed { warnings: vec![] });
+    assert_eq!(report.policies[0].evaluations[0].cost, 12 * 810_007);
+    // The same validations, all holding, with messages: the first message
+    // runs out of budget, and every decision becomes an error that denies.
+    let (p, r) = expensive(12, true);
+    let report = detailed(&p, &r, Options::default());
+    let evaluation = &report.policies[0].evaluations[0];
+    let exhausted = evaluation.out_of_budget.as_ref().expect("out of budget");
+    assert_eq!(
+        (
+            exhausted.phase,
+            exhausted.field.as_str(),
+            exhausted.remaining,
+            exhausted.needed
+        ),
+        (
+            Phase::Messages,
+            "validations[0].messageExpression",
+            279_916,
+            810_006
+        )
+    );
+    assert_eq!(evaluation.decisions.len(), 12);
+    assert!(
+        evaluation
+            .decisions
+            .iter()
+            .all(|d| d.evaluation == Evaluation::Error
+                && d.message == format!("failed messageExpression: {OUT_OF_BUDGET}"))
+    );
+    assert!(
+        denied(&report.outcome).ends_with(&format!("failed messageExpression: {OUT_OF_BUDGET}"))
+    );
+    // Thirteen validations run out before any message: one decision.
+    let (p, r) = expensive(13, true);
+    let report = detailed(&p, &r, Options::default());
+    let evaluation = &report.policies[0].evaluations[0];
+    assert_eq!(
+        evaluation.out_of_budget.as_ref().unwrap().phase,
+        Phase::Validations
+    );
+    assert_eq!(evaluation.decisions.len(), 1);
+    assert!(denied(&report.outcome).ends_with(OUT_OF_BUDGET));
+}
+
+#[test]
+fn a_check_costs_350000_from_kubernetes_1_32_and_1_before() {
+    let three = "authorizer.group('').resource('a').check('get').allowed() && \
+                 authorizer.group('').resource('b').check('get').allowed() && \
+                 authorizer.group('').resource('c').check('get').allowed()";
+    let p = [policy(vec![check(three)], &["Deny"])];
+    let r = request("CREATE", json!({}), "alice");
+    for minor in [32, 33, 34] {
+        let report = detailed(&p, &r, Options::version(KubernetesVersion::new(minor)));
+        assert!(
+            denied(&report.outcome).contains("actual cost limit exceeded"),
+            "1.{minor}"
+        );
+        let expression = &report.policies[0].evaluations[0].expressions[0];
+        assert!(expression.over_limit);
+        // Stopped at the third check: 3 × (1 + 1 + 1) + 2 × 350,001 + 350,000.
+        assert_eq!(expression.cost, 1_050_011);
+    }
+    for minor in [30, 31] {
+        let version = KubernetesVersion::new(minor);
+        let report = detailed(&p, &r, Options::version(version));
+        assert_eq!(
+            report.outcome,
+            Outcome::Allowed { warnings: vec![] },
+            "1.{minor}"
+        );
+        assert_eq!(report.policies[0].evaluations[0].cost, 15);
+        // The beta gate turned on: as 1.32.
+        let strict = Options {
+            version,
+            strict_cost: Some(true),
+        };
+        assert!(denied(&detailed(&p, &r, strict).outcome).contains("actual cost limit exceeded"));
+    }
+}
+
+#[test]
+fn match_conditions_skip_or_fail_the_policy() {
+    let mut p = policy(vec![check("false")], &["Deny"]);
+    p.policy.spec.match_conditions = vec![named("widgets-only", "has(object.spec)")];
+    let r = request("CREATE", json!({}), "alice");
+    let report = detailed(std::slice::from_ref(&p), &r, Options::default());
+    assert_eq!(report.outcome, Outcome::Allowed { warnings: vec![] });
+    assert!(!report.policies[0].evaluations[0].conditions_matched);
+    p.policy.spec.match_conditions = vec![named("broken", "object.spec.size > 1")];
+    assert_eq!(
+        denied(&detailed(&[p], &r, Options::default()).outcome),
+        "ValidatingAdmissionPolicy 'p' with binding 'p' denied request: expression \
+         'object.spec.size > 1' resulted in error: no such key: spec"
+    );
+}
+
+#[test]
+fn warnings_are_cut_as_the_api_servers_recorder_cuts_them() {
+    // Twenty warnings of about 400 characters: past 4,096 in all, each is
+    // cut to 256.
+    let validations = (0..20)
+        .map(|i| Validation {
+            expression: "false".into(),
+            message: Some(format!("{i:02} {}", "x".repeat(400))),
+            message_expression: None,
+            reason: None,
+        })
+        .collect();
+    let p = [policy(validations, &["Warn"])];
+    match run(&p, &request("CREATE", json!({}), "alice")) {
+        Outcome::Allowed { warnings } => {
+            assert_eq!(warnings.len(), 16);
+            assert!(warnings.iter().all(|w| w.chars().count() == 256));
+            assert!(warnings[15].contains("': 15 xxx"));
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -4,9 +4,11 @@
 //!
 //! Only the fields the revision policies read are typed. `spec.group` and
 //! `spec.revision` stay raw JSON so that a string `"3"`, a `2.5` or a `-1`
-//! is reported as exactly that instead of as a parse error, and
-//! `spec.group` is olm-guard's addition, absent from operator-controller's
-//! CRD, so nothing but its value tells us what a client meant.
+//! is reported as exactly that instead of as a parse error. `spec.group`
+//! is the field proposed in operator-framework/operator-controller#2722,
+//! absent from the CRD operator-controller ships (the API server prunes it
+//! there); only a CRD patched to have it keeps it, so nothing but its value
+//! tells us what a client meant.
 
 use olm_guard_core::ObjectMeta;
 use serde::Deserialize;
@@ -31,6 +33,12 @@ pub const MANAGE_VERB: &str = "manage";
 /// ClusterExtension name on every revision it creates, and the only grouping
 /// objects created before `spec.group` have.
 pub const OWNER_NAME_LABEL: &str = "olm.operatorframework.io/owner-name";
+/// How a message tells a user to put a revision into a group: on the CRD
+/// operator-controller ships, by the label it groups revisions by;
+/// `spec.group` only exists on a CRD patched to have it.
+pub const SET_GROUP_FIX: &str = "set the label olm.operatorframework.io/owner-name to the name \
+                                 of its group (or spec.group, on a ClusterObjectSet CRD that \
+                                 has the field)";
 
 /// The parts of a ClusterObjectSet the policies read.
 #[serde_with::serde_as]

@@ -40,31 +40,49 @@ fn odd_values() -> Vec<Value> {
     ]
 }
 
-fn read_json(path: &Path) -> Option<Value> {
-    let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str(&text).ok()
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The rule's scenario requests (the AdmissionRequest inside each) and
-/// cluster snapshots.
+/// cluster snapshots. A scenario is a directory with an expect file; one
+/// whose request or cluster cannot be read fails the test, naming it,
+/// rather than being left out.
 fn scenarios(rule: &RuleEntry) -> Vec<(Value, Snapshot)> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir(testdata().join(rule.name)) else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let dir = entry.path();
-        let Some(review) = read_json(&dir.join("request.json")) else {
-            continue;
-        };
-        let request = review.get("request").cloned().unwrap_or(review);
-        let snapshot = std::fs::read_to_string(dir.join("cluster.yaml"))
-            .ok()
-            .and_then(|text| Snapshot::from_yaml(&text).ok())
-            .unwrap_or_default();
-        found.push((request, snapshot));
-    }
-    found
+    let tree = testdata().join(rule.name);
+    let entries =
+        std::fs::read_dir(&tree).unwrap_or_else(|e| panic!("cannot list {}: {e}", tree.display()));
+    let mut dirs: Vec<PathBuf> = entries
+        .map(|entry| {
+            entry
+                .unwrap_or_else(|e| panic!("{}: {e}", tree.display()))
+                .path()
+        })
+        .filter(|dir| {
+            ["expect.json", "expect.yaml", "expect.yml"]
+                .iter()
+                .any(|name| dir.join(name).is_file())
+        })
+        .collect();
+    dirs.sort();
+    assert!(!dirs.is_empty(), "{} holds no scenario", tree.display());
+    dirs.iter()
+        .map(|dir| {
+            let review = read_json(&dir.join("request.json"));
+            let request = review.get("request").cloned().unwrap_or(review);
+            let cluster = dir.join("cluster.yaml");
+            let snapshot = if cluster.is_file() {
+                let text = std::fs::read_to_string(&cluster)
+                    .unwrap_or_else(|e| panic!("cannot read {}: {e}", cluster.display()));
+                Snapshot::from_yaml(&text).unwrap_or_else(|e| panic!("{}: {e}", cluster.display()))
+            } else {
+                Snapshot::default()
+            };
+            (request, snapshot)
+        })
+        .collect()
 }
 
 /// The request with the value at `path` (a list of object keys) replaced.

@@ -20,12 +20,15 @@ use crate::session::SessionDirArgs;
 A scenario is a directory holding (each file JSON or YAML, named .json, .yaml
 or .yml):
   expect     what the evaluation must give (required):
-             {\"policy\": \"catalog-union\", \"allowed\": false,
+             {\"policy\": \"catalog-union\", \"allowed\": true,
               \"message_contains\": \"...\", \"warnings_contain\": [\"...\"],
-              \"no_warnings\": true, \"mutated\": true,
-              \"patched_object_contains\": {...}}
-             only `policy` is required; `settings_error_contains` instead
-             expects validate_settings to refuse the settings with that text
+              \"mutated\": true, \"patched_object_contains\": {...}}
+             `policy` and a verdict are required: `allowed`, or
+             `settings_error_contains` to expect validate_settings to refuse
+             the settings with that text. What is not stated is expected
+             absent: each warning must hold a `warnings_contain` entry (none
+             without them; `no_warnings: true` says it explicitly), and no
+             patch without `mutated: true` or `patched_object_contains`
   request    an AdmissionReview, or a bare AdmissionRequest (required unless
              the settings are expected to be refused)
   settings   the policy's settings (default: {})

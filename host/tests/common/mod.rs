@@ -60,3 +60,34 @@ pub fn on_path(names: &[&str]) -> Option<PathBuf> {
             .find(|path| path.is_file())
     })
 }
+
+/// The first of `names` on `PATH`, for a test that needs the tool: when
+/// none is there the test fails naming the tool and Debian's `package` that
+/// installs it. A missing tool is a failure, never a pass.
+pub fn required_tool(names: &[&str], package: &str) -> PathBuf {
+    on_path(names).unwrap_or_else(|| panic!("{}", missing_tool(names, package)))
+}
+
+/// The line that names a missing tool and how to install it.
+pub fn missing_tool(names: &[&str], package: &str) -> String {
+    format!(
+        "{} is not installed (looked for {} on PATH): install Debian's {package} with \
+         `sudo scripts/test-deps.sh` (every test tool) or `sudo apt-get install -y {package}`",
+        names.first().copied().unwrap_or(package),
+        names.join(", ")
+    )
+}
+
+/// The upstream file `path` below `testdata/upstream/`, copied there
+/// verbatim (testdata/upstream/README.md names its source); a missing file
+/// fails the test rather than skipping it.
+pub fn upstream(path: &str) -> PathBuf {
+    let file = root().join("testdata/upstream").join(path);
+    assert!(
+        file.is_file(),
+        "testdata/upstream/{path} is missing: it belongs to the repository \
+         (testdata/upstream/README.md names its source); restore it with \
+         `git checkout -- testdata/upstream`"
+    );
+    file
+}

@@ -27,7 +27,7 @@ use olm_guard_snapshot::{LoadOptions, Snapshot};
 
 use crate::input::{self as admission, ObjectRequest, Requester, Route};
 use crate::policy::Policy;
-use crate::scenario::{self, Expect, Outcome};
+use crate::scenario::{self, Outcome};
 use crate::session::SessionReplay;
 
 mod preflight;
@@ -145,7 +145,8 @@ pub struct CaseExpect {
     /// Substrings each found in some warning.
     #[serde(default)]
     pub warnings: Vec<String>,
-    /// Whether the module patched the object.
+    /// Whether the module patched the object; absent, it must not have,
+    /// unless `patched_object` is given.
     #[serde(default)]
     pub mutated: Option<bool>,
     /// A subset of the patched object (mappings: subset; other values: equal).
@@ -282,7 +283,7 @@ fn check_case(suite: &Suite, case: &Case) -> Result<(), String> {
                     .into(),
             );
         }
-        return Ok(());
+        return check_expect(&case.expect);
     }
     if case.objects.is_none() && case.bundle.is_none() {
         return Err(
@@ -349,6 +350,45 @@ fn check_case(suite: &Suite, case: &Case) -> Result<(), String> {
     Ok(())
 }
 
+/// What a single-request case's `expect` cannot mean: no verdict, or
+/// fields that contradict each other or would never be checked; as
+/// `field: why and the fix`.
+fn check_expect(expect: &CaseExpect) -> Result<(), String> {
+    match (expect.result, &expect.settings_error) {
+        (None, None) => Err(
+            "expect.result is missing: pass (admitted, no warning), warn (admitted with a warning), fail (denied) or skip (not sent to the module); or settingsError when the settings must be refused"
+                .into(),
+        ),
+        (Some(_), Some(_)) => Err(
+            "expect.settingsError: a case with refused settings has no result: keep `result` or `settingsError`"
+                .into(),
+        ),
+        (None, Some(_)) => {
+            let unchecked = [
+                ("message", expect.message.is_some()),
+                ("messageRegex", expect.message_regex.is_some()),
+                ("warnings", !expect.warnings.is_empty()),
+                ("mutated", expect.mutated.is_some()),
+                ("patchedObject", expect.patched_object.is_some()),
+            ];
+            match unchecked.iter().find(|(_, given)| *given) {
+                Some((field, _)) => Err(format!(
+                    "expect.{field}: never checked when `settingsError` expects the settings refused (no request is evaluated): remove it"
+                )),
+                None => Ok(()),
+            }
+        }
+        (Some(_), None) => {
+            if expect.mutated == Some(false) && expect.patched_object.is_some() {
+                return Err(
+                    "expect.mutated: `false` contradicts `patchedObject`: keep one of them".into(),
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Whether `path` is meant as a suite file rather than a scenario tree.
 pub fn is_suite_file(path: &Path) -> bool {
     path.is_file()
@@ -412,14 +452,8 @@ fn evaluate(
     outcome: &mut Outcome,
 ) -> anyhow::Result<()> {
     let expect = &case.expect;
-    if expect.result.is_none() && expect.settings_error.is_none() {
-        bail!("expect.result is missing: pass, warn, fail or skip");
-    }
-    if expect.result.is_some() && expect.settings_error.is_some() {
-        bail!(
-            "expect gives both result and settingsError: a case with refused settings has no result"
-        );
-    }
+    // `load` refuses such a case; a suite built in code is held to the same.
+    check_expect(expect).map_err(|problem| anyhow::anyhow!(problem))?;
     let module = case
         .module
         .as_deref()
@@ -444,7 +478,9 @@ fn evaluate(
     }
 
     let request = request_of(case, base)?;
-    let result = expect.result.expect("checked above");
+    let Some(result) = expect.result else {
+        bail!("expect.result is missing: pass, warn, fail or skip");
+    };
     let covered = match (&policy.metadata, Route::of(&request)) {
         (Some(metadata), Some(route)) => metadata.covers(&route.target()),
         _ => true,
@@ -520,16 +556,14 @@ fn evaluate(
             ));
         }
     }
-    let checks = Expect {
-        policy: policy.name.clone(),
+    let checks = scenario::Checks {
+        // The result word, checked above, says the verdict and whether
+        // there are warnings; `warnings` names some of them.
         allowed: None,
-        message_contains: expect.message.clone(),
-        warnings_contain: expect.warnings.clone(),
-        no_warnings: false,
-        mutated: expect.mutated,
-        patched_object_contains: expect.patched_object.clone(),
-        settings_error_contains: None,
-        description: None,
+        message_contains: expect.message.as_deref(),
+        warnings: scenario::Warnings::Contain(&expect.warnings),
+        mutated: expect.mutated.unwrap_or(expect.patched_object.is_some()),
+        patched_object_contains: expect.patched_object.as_ref(),
     };
     scenario::check(&checks, &request, &response, &mut outcome.failures)?;
     outcome.patched_object = response.patched_object(&request)?;

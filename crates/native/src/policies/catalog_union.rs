@@ -8,6 +8,7 @@
 
 use olm_guard_olm::catalog_source::GROUP;
 use olm_guard_rules::catalog_union::Settings;
+use serde_json::Value as Json;
 
 use super::{
     Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch, cel_string, object_shape,
@@ -68,7 +69,7 @@ pub const CHECKS: &[Check] = &[
 const WS: &str = "[\\\\s\\\\x{0B}\\\\x{85}\\\\pZ]";
 
 /// The policies for `settings`.
-pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
+pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native, GenerateError> {
     if settings.migrate_legacy {
         return Err(GenerateError::NotNative {
             rule: RULE,
@@ -186,7 +187,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
     Ok(Native {
         rule: RULE,
         policies: vec![deny, warn],
-        schema_patches: vec![schema_patch()],
+        schema_patches: vec![schema_patch(cluster)?],
         checks: CHECKS,
     })
 }
@@ -195,7 +196,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
 /// api `crds/operators.coreos.com_catalogsources.yaml`: one version,
 /// v1alpha1, `sourceType` required, no union members, no rules of its own),
 /// with messages that name the fields rather than the proposal's `oneOf`.
-fn schema_patch() -> SchemaPatch {
+fn schema_patch(cluster: Option<&[Json]>) -> Result<SchemaPatch, GenerateError> {
     let one_source = CrdRule {
         path: "spec",
         // The schema already requires sourceType; without it (a CRD with the
@@ -222,17 +223,30 @@ fn schema_patch() -> SchemaPatch {
              type OLM knows: set {HOW_TO_CONFIGURE_LEGACY}'"
         )),
     };
-    SchemaPatch {
-        crd: "catalogsources.operators.coreos.com".into(),
+    let crd = crate::crd::find(CRD, cluster).map_err(|problem| GenerateError::Crd {
+        rule: RULE,
+        problem,
+    })?;
+    let patch = crd
+        .add_rules(&["spec"], std::slice::from_ref(&one_source))
+        .map_err(|problem| GenerateError::Crd {
+            rule: RULE,
+            problem,
+        })?;
+    Ok(SchemaPatch {
+        crd: CRD.into(),
         file: format!("{RULE}.crd-patch.json"),
-        patch: serde_json::json!([
-            {"op": "add",
-             "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/x-kubernetes-validations",
-             "value": [one_source.to_json()]},
-        ]),
+        step: format!(
+            "written against {}; rules the CRD has are kept (appended to)",
+            crd.source
+        ),
+        patch: Json::Array(patch),
         rules: vec![one_source],
-    }
+    })
 }
+
+/// The CatalogSource CRD's name.
+const CRD: &str = "catalogsources.operators.coreos.com";
 
 /// The pod fields both `grpcPodConfig` and `podSpecOverrides` hold have
 /// the types the module reads: nodeSelector a map of strings, tolerations a

@@ -1,13 +1,18 @@
-//! group-authorization, natively: `spec.group` required, immutable, agreeing
-//! with the owner-name label, and `manage` on `clusterobjectsets/groups`
-//! through the authorizer, for CREATE, UPDATE and DELETE, with the
-//! module's messages. The same rules as
-//! `olm_guard_rules::group_authorization` (the numbers are its README's).
+//! group-authorization, natively: `manage` on `clusterobjectsets/groups`
+//! through the authorizer for the group of every revision written or
+//! deleted (its `spec.group` where the CRD has the field, else its
+//! owner-name label, as operator-controller groups revisions), and for the
+//! group a revision is stored in when an update moves it; a `spec.group`
+//! that is a name, immutable and agreeing with the label; with
+//! `requireSpecGroup`, `spec.group` required and a staged CRD patch adding
+//! the field. The same rules as `olm_guard_rules::group_authorization` (the
+//! numbers are its README's).
 
 use olm_guard_olm::cluster_object_set::{
     GROUP, GROUPS_SUBRESOURCE, MANAGE_VERB, OWNER_NAME_LABEL, RESOURCE,
 };
 use olm_guard_rules::group_authorization::{NOT_AUTHORIZED, Settings};
+use serde_json::Value as Json;
 
 use super::{
     Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch, cel_string, readable,
@@ -21,48 +26,41 @@ pub const RULE: &str = "group-authorization";
 /// Every check of the rule and where it is enforced.
 pub const CHECKS: &[Check] = &[
     Check::new(
-        "spec.group a non-empty string, required and immutable, in the CRD's schema",
-        Enforcement::Schema,
-        "x-kubernetes-validations on spec (has(self.group)) and spec.group (self == oldSelf); \
-         apply once every stored ClusterObjectSet has a group, since the schema has no \
-         exception for older objects",
-    ),
-    Check::new(
-        "spec.group required on CREATE (rule 1)",
-        Enforcement::Policy,
-        "the request alone decides it; the CRD patch adds the same rule for clusters that \
-         store ClusterObjectSets without this policy",
-    ),
-    Check::new(
-        "spec.group immutable (rule 2)",
-        Enforcement::Policy,
-        "oldObject carries the stored group; also a CRD transition rule (self == oldSelf)",
-    ),
-    Check::new(
-        "owner-name label agrees with spec.group (rule 3)",
-        Enforcement::Policy,
-        "both are in the object",
-    ),
-    Check::new(
-        "manage on clusterobjectsets/groups for the group (rule 4), and for the stored group \
-         when an update moves a revision",
+        "manage on clusterobjectsets/groups for the group of a revision written (its spec.group, \
+         else its owner-name label), and for the group it is stored in when an update moves it \
+         or takes it out (rule 4)",
         Enforcement::Policy,
         "CEL's authorizer library asks the API server's authorizer the same question as the \
-         module's SubjectAccessReview",
+         module's SubjectAccessReview; a revision in no group has nothing to authorize",
     ),
     Check::new(
-        "DELETE needs manage on the stored group (rule 5)",
+        "DELETE needs manage on the group the revision is stored in, except from the garbage \
+         collector (rule 5)",
         Enforcement::Policy,
-        "oldObject carries the stored group",
+        "oldObject carries the stored group, userInfo the requester",
     ),
     Check::new(
-        "UPDATE of a revision stored without spec.group: allowed with a warning, authorized by \
-         its labels",
+        "a spec.group, where the CRD has the field, is a non-empty string (rule 1), immutable \
+         (rule 2) and agrees with the owner-name label (rule 3)",
         Enforcement::Policy,
-        "a second policy with a Warn binding gives the module's warning",
+        "object and oldObject carry both; on the CRD operator-controller ships spec.group is \
+         pruned before admission and these never fire",
     ),
     Check::new(
-        "backfillGroupFromLabel: copy the owner-name label into a missing spec.group (rule 6)",
+        "requireSpecGroup: spec.group required on CREATE (rule 6); an UPDATE of a revision \
+         stored without one is allowed, authorized by its labels, with a warning",
+        Enforcement::Policy,
+        "the request alone decides it; a second policy with a Warn binding gives the warning",
+    ),
+    Check::new(
+        "requireSpecGroup: spec.group in the CRD's schema, added, then immutable, then \
+         (optionally) required",
+        Enforcement::Schema,
+        "three CRD patches, applied in order, written against the CRD given (--crd) or the \
+         shipped upstream copy; rules the CRD has are kept",
+    ),
+    Check::new(
+        "backfillGroupFromLabel: copy the owner-name label into a missing spec.group (rule 7)",
         Enforcement::ModuleOnly,
         "a mutation: a ValidatingAdmissionPolicy cannot change the object (a \
          MutatingAdmissionPolicy could, but it is beta and off by default before Kubernetes \
@@ -70,8 +68,36 @@ pub const CHECKS: &[Check] = &[
     ),
 ];
 
-/// The policies for `settings`.
-pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
+/// The ClusterObjectSet CRD's name.
+const CRD: &str = "clusterobjectsets.olm.operatorframework.io";
+
+/// `manage` on `clusterobjectsets/groups` named by the CEL string `group`.
+fn manage(group: &str) -> String {
+    format!(
+        "authorizer.group({}).resource({}).subresource({}).name({group}).check({}).allowed()",
+        cel_string(GROUP),
+        cel_string(RESOURCE),
+        cel_string(GROUPS_SUBRESOURCE),
+        cel_string(MANAGE_VERB),
+    )
+}
+
+/// The module's rule-4 denial for the CEL string `group`, followed by the
+/// CEL string `note`.
+fn not_authorized(group: &str, note: &str) -> String {
+    format!(
+        "{} + ': ' + {} + ' may not manage group \"' + {group} + '\"' + {note} + '; a cluster \
+         admin grants it with a ClusterRole rule {{apiGroups: [{GROUP}], resources: \
+         [{RESOURCE}/{GROUPS_SUBRESOURCE}], resourceNames: [' + {group} + '], verbs: \
+         [{MANAGE_VERB}]}} bound to this user by a ClusterRoleBinding'",
+        cel_string(NOT_AUTHORIZED),
+        user_text(),
+    )
+}
+
+/// The policies for `settings`; `cluster` may hold the ClusterObjectSet CRD
+/// the staged patches are written against.
+pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native, GenerateError> {
     if settings.backfill_group_from_label {
         return Err(GenerateError::NotNative {
             rule: RULE,
@@ -81,27 +107,15 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         });
     }
     let lbl = cel_string(OWNER_NAME_LABEL);
-    let manage = |group: &str| {
-        format!(
-            "authorizer.group({}).resource({}).subresource({}).name({group}).check({}).allowed()",
-            cel_string(GROUP),
-            cel_string(RESOURCE),
-            cel_string(GROUPS_SUBRESOURCE),
-            cel_string(MANAGE_VERB),
-        )
-    };
-    let not_authorized = |group: &str, note: &str| {
-        format!(
-            "{} + ': ' + {} + ' may not manage group \"' + {group} + '\"' + {note} + '; a cluster \
-             admin grants it with a ClusterRole rule {{apiGroups: [{GROUP}], resources: \
-             [{RESOURCE}/{GROUPS_SUBRESOURCE}], resourceNames: [' + {group} + '], verbs: \
-             [{MANAGE_VERB}]}} bound to this user by a ClusterRoleBinding'",
-            cel_string(NOT_AUTHORIZED),
-            user_text(),
-        )
-    };
-    let variables = vec![
-        // spec.group as written (any type), null when absent.
+    let collectors = settings
+        .garbage_collectors
+        .iter()
+        .map(|user| cel_string(user))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut variables = vec![
+        // spec.group as written (any type), null when absent: always null
+        // on the CRD operator-controller ships, which prunes the field.
         named(
             "newGroup",
             "request.operation != 'DELETE' && has(object.spec) && object.spec != null && \
@@ -109,12 +123,12 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         ),
         // spec.group when it is a non-empty string, else ''.
         named(
-            "group",
+            "specGroup",
             "type(variables.newGroup) == string ? variables.newGroup : ''",
         ),
         // The stored object's spec.group when a non-empty string, else ''.
         named(
-            "oldGroup",
+            "oldSpecGroup",
             "request.operation != 'CREATE' && oldObject != null && has(oldObject.spec) && \
              oldObject.spec != null && has(oldObject.spec.group) && \
              type(oldObject.spec.group) == string ? oldObject.spec.group : ''",
@@ -145,109 +159,126 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                  oldObject.metadata.labels[{lbl}] : ''"
             ),
         ),
-        // An UPDATE that leaves a revision stored before grouping without a
-        // group: allowed, authorized by its labels, with a warning.
+        // The group of the revision written: spec.group, else its label.
         named(
-            "legacyUpdate",
-            "request.operation == 'UPDATE' && \
-             (variables.newGroup == null || variables.newGroup == '') && \
-             oldObject != null && (!has(oldObject.spec) || oldObject.spec == null || \
-             !has(oldObject.spec.group) || oldObject.spec.group == null || \
-             oldObject.spec.group == '')",
+            "group",
+            "variables.specGroup != '' ? variables.specGroup : variables.labelGroup",
         ),
         // The group a stored revision counts in: spec.group, else its label.
         named(
             "storedGroup",
-            "variables.oldGroup != '' ? variables.oldGroup : variables.oldLabel",
+            "variables.oldSpecGroup != '' ? variables.oldSpecGroup : variables.oldLabel",
         ),
     ];
-    let missing = format!(
-        "'spec.group is required: ' + (variables.oldGroup != '' ? \
-         'this ClusterObjectSet belongs to group \"' + variables.oldGroup + \
-         '\" and the group cannot change: keep spec.group: ' + variables.oldGroup : \
-         variables.labelGroup != '' ? 'this ClusterObjectSet has label {OWNER_NAME_LABEL}=\"' + \
-         variables.labelGroup + '\": set spec.group: ' + variables.labelGroup + \
-         ' (or enable the setting backfillGroupFromLabel to copy the label automatically)' : \
-         'set spec.group to the name of the revision group this ClusterObjectSet belongs to \
-         (for revisions of a ClusterExtension, the extension\\'s name)')"
-    );
-    let invalid = "'spec.group is ' + (type(variables.newGroup) == int || \
-                   type(variables.newGroup) == double ? 'a number (' + \
-                   string(variables.newGroup) + ')' : type(variables.newGroup) == list ? \
-                   'a list' : type(variables.newGroup) == map ? 'a map' : \
-                   type(variables.newGroup) == bool ? 'a boolean' : 'not a string') + \
-                   '; it must be a non-empty string: ' + (variables.oldGroup != '' ? \
-                   'keep spec.group: ' + variables.oldGroup : \
-                   'write the group\\'s name as a string, e.g. group: \"my-extension\"')";
-    let validations = vec![
+    if settings.require_spec_group {
+        // An UPDATE that leaves a revision stored without spec.group
+        // without one: allowed, with a warning.
+        variables.push(named(
+            "keptWithoutGroup",
+            "request.operation == 'UPDATE' && \
+             (variables.newGroup == null || variables.newGroup == '') && \
+             variables.oldSpecGroup == '' && oldObject != null && \
+             (!has(oldObject.spec) || oldObject.spec == null || \
+             !has(oldObject.spec.group) || oldObject.spec.group == null || \
+             oldObject.spec.group == '')",
+        ));
+    }
+    let mut validations = vec![
         // What the module cannot read, it refuses.
         readable("ClusterObjectSet"),
         // Rule 1.
         Validation {
-            expression: "request.operation == 'DELETE' || variables.legacyUpdate || \
-                         variables.group != ''"
-                .into(),
-            message: Some("spec.group is required".into()),
-            message_expression: Some(format!(
-                "variables.newGroup == null || variables.newGroup == '' ? {missing} : {invalid}"
-            )),
+            expression: "variables.newGroup == null || type(variables.newGroup) == string".into(),
+            message: Some("spec.group must be a string".into()),
+            message_expression: Some(
+                "'spec.group is ' + (type(variables.newGroup) == int || \
+                 type(variables.newGroup) == double ? 'a number (' + \
+                 string(variables.newGroup) + ')' : type(variables.newGroup) == list ? \
+                 'a list' : type(variables.newGroup) == map ? 'a map' : \
+                 type(variables.newGroup) == bool ? 'a boolean' : 'not a string') + \
+                 '; it must be a non-empty string: ' + (variables.oldSpecGroup != '' ? \
+                 'keep spec.group: ' + variables.oldSpecGroup : \
+                 'write the group\\'s name as a string, e.g. group: \"my-extension\"')"
+                    .into(),
+            ),
             reason: Some("Invalid".into()),
         },
         // Rule 2.
         Validation {
-            expression: "variables.oldGroup == '' || variables.group == '' || \
-                         variables.group == variables.oldGroup"
+            expression: "request.operation == 'DELETE' || variables.oldSpecGroup == '' || \
+                         variables.specGroup == variables.oldSpecGroup"
                 .into(),
             message: Some("spec.group is immutable".into()),
             message_expression: Some(
-                "'spec.group is immutable: this ClusterObjectSet belongs to group \"' + \
-                 variables.oldGroup + '\" and the update would move it to \"' + \
-                 variables.group + '\"; keep spec.group: ' + variables.oldGroup + \
-                 ', and create a new ClusterObjectSet to add a revision to group \"' + \
-                 variables.group + '\"'"
+                "variables.specGroup == '' ? 'spec.group is required: this ClusterObjectSet \
+                 belongs to group \"' + variables.oldSpecGroup + '\" and the group cannot \
+                 change: keep spec.group: ' + variables.oldSpecGroup : 'spec.group is \
+                 immutable: this ClusterObjectSet belongs to group \"' + variables.oldSpecGroup \
+                 + '\" and the update would move it to \"' + variables.specGroup + '\"; keep \
+                 spec.group: ' + variables.oldSpecGroup + ', and create a new ClusterObjectSet \
+                 to add a revision to group \"' + variables.specGroup + '\"'"
                     .into(),
             ),
             reason: Some("Invalid".into()),
         },
         // Rule 3.
         Validation {
-            expression: "variables.group == '' || variables.label == null || \
-                         variables.label == variables.group"
+            expression: "variables.specGroup == '' || variables.label == null || \
+                         variables.label == variables.specGroup"
                 .into(),
             message: Some(format!(
                 "label {OWNER_NAME_LABEL} disagrees with spec.group"
             )),
             message_expression: Some(format!(
                 "'label {OWNER_NAME_LABEL} is \"' + string(variables.label) + \
-                 '\" but spec.group is \"' + variables.group + '\": controllers that still \
-                 group revisions by the label would put this revision into group \"' + \
-                 string(variables.label) + '\"; set the label to \"' + variables.group + \
+                 '\" but spec.group is \"' + variables.specGroup + '\": operator-controller \
+                 groups revisions by this label and would put this revision into group \"' + \
+                 string(variables.label) + '\"; set the label to \"' + variables.specGroup + \
                  '\" or remove it'"
             )),
             reason: Some("Invalid".into()),
         },
-        // Rule 4 on CREATE and UPDATE, rule 5 on DELETE.
+    ];
+    if settings.require_spec_group {
+        // Rule 6.
+        validations.push(Validation {
+            expression: "request.operation == 'DELETE' || variables.specGroup != '' || \
+                         variables.keptWithoutGroup"
+                .into(),
+            message: Some("spec.group is required".into()),
+            message_expression: Some(format!(
+                "'spec.group is required: ' + (variables.labelGroup != '' ? 'this \
+                 ClusterObjectSet has label {OWNER_NAME_LABEL}=\"' + variables.labelGroup + \
+                 '\": set spec.group: ' + variables.labelGroup + ' (or enable the setting \
+                 backfillGroupFromLabel to copy the label automatically)' : 'set spec.group to \
+                 the name of the revision group this ClusterObjectSet belongs to (for revisions \
+                 of a ClusterExtension, the extension\\'s name)')"
+            )),
+            reason: Some("Invalid".into()),
+        });
+    }
+    validations.extend([
+        // Rule 4: the group of the revision written.
         Validation {
             expression: format!(
-                "request.operation == 'DELETE' ? (variables.oldGroup == '' || {}) : \
-                 (variables.group == '' || {})",
-                manage("variables.oldGroup"),
-                manage("variables.group"),
+                "request.operation == 'DELETE' || variables.group == '' || {}",
+                manage("variables.group")
             ),
             message: Some(NOT_AUTHORIZED.into()),
-            message_expression: Some(format!(
-                "request.operation == 'DELETE' ? {} : {}",
-                not_authorized("variables.oldGroup", "''"),
-                not_authorized("variables.group", "''"),
+            message_expression: Some(not_authorized(
+                "variables.group",
+                &format!(
+                    "(variables.specGroup != '' ? '' : ' (the group named by its label \
+                     {OWNER_NAME_LABEL}=\"' + variables.group + '\")')"
+                ),
             )),
             reason: Some("Forbidden".into()),
         },
-        // Rule 2's second half: moving a revision out of its stored group
-        // needs the grant on that group too.
+        // Rule 4: the group it is stored in, when the update moves it out.
         Validation {
             expression: format!(
-                "request.operation != 'UPDATE' || variables.group == '' || \
-                 variables.storedGroup == '' || variables.storedGroup == variables.group || {}",
+                "request.operation != 'UPDATE' || variables.storedGroup == '' || \
+                 variables.storedGroup == variables.group || {}",
                 manage("variables.storedGroup")
             ),
             message: Some(NOT_AUTHORIZED.into()),
@@ -255,61 +286,63 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                 "variables.storedGroup",
                 &format!(
                     "' (the group this ClusterObjectSet is stored in, taken from ' + \
-                     (variables.oldGroup != '' ? 'its spec.group' : 'the label it is stored \
-                     with {OWNER_NAME_LABEL}=\"' + variables.oldLabel + '\"') + '; the update \
-                     would move it to group \"' + variables.group + '\", which needs the grant \
-                     on both groups)'"
+                     (variables.oldSpecGroup != '' ? 'its spec.group' : 'the label it is \
+                     stored with {OWNER_NAME_LABEL}=\"' + variables.oldLabel + '\"') + '; ' + \
+                     (variables.group != '' ? 'the update would move it to group \"' + \
+                     variables.group + '\", which needs the grant on both groups)' : 'the \
+                     update would take it out of that group, which needs the grant on it)')"
                 ),
             )),
             reason: Some("Forbidden".into()),
         },
-        // Revisions stored before grouping: each label names a group to
-        // authorize, the new one first.
+        // Rule 5.
         Validation {
             expression: format!(
-                "!variables.legacyUpdate || variables.labelGroup == '' || {}",
-                manage("variables.labelGroup")
+                "request.operation != 'DELETE' || variables.storedGroup == '' || \
+                 request.userInfo.username in [{collectors}] || {}",
+                manage("variables.storedGroup")
             ),
             message: Some(NOT_AUTHORIZED.into()),
             message_expression: Some(not_authorized(
-                "variables.labelGroup",
+                "variables.storedGroup",
                 &format!(
-                    "' (this ClusterObjectSet has no spec.group; its group is taken from its \
-                     label {OWNER_NAME_LABEL}=\"' + variables.labelGroup + '\")'"
+                    "(variables.oldSpecGroup != '' ? '' : ' (the group named by the label it is \
+                     stored with {OWNER_NAME_LABEL}=\"' + variables.storedGroup + '\")')"
                 ),
             )),
             reason: Some("Forbidden".into()),
         },
-        Validation {
-            expression: format!(
-                "!variables.legacyUpdate || variables.oldLabel == '' || \
-                 variables.oldLabel == variables.labelGroup || {}",
-                manage("variables.oldLabel")
-            ),
-            message: Some(NOT_AUTHORIZED.into()),
-            message_expression: Some(not_authorized(
-                "variables.oldLabel",
-                &format!(
-                    "' (this ClusterObjectSet has no spec.group; its group is taken from the \
-                     label it is stored with {OWNER_NAME_LABEL}=\"' + variables.oldLabel + \
-                     '\")'"
-                ),
-            )),
-            reason: Some("Forbidden".into()),
-        },
-    ];
+    ]);
     let match_constraints = MatchResources {
         resource_rules: vec![rule_for(GROUP, RESOURCE, &["CREATE", "UPDATE", "DELETE"])],
     };
     let deny = BoundPolicy::new(
         "olm-guard-group-authorization",
         RULE,
-        "ClusterObjectSet spec.group: required, immutable, agreeing with the owner-name label, \
-         and manage on clusterobjectsets/groups for the group",
-        PolicySpec::fail_closed(match_constraints.clone(), variables.clone(), validations),
+        "ClusterObjectSet revision groups: manage on clusterobjectsets/groups for the group of \
+         every revision written or deleted (spec.group, else the owner-name label), and a \
+         spec.group that is a name, immutable and agreeing with the label",
+        PolicySpec::fail_closed(match_constraints, variables.clone(), validations),
         &["Deny"],
     );
-    let warn = BoundPolicy::new(
+    let mut policies = vec![deny];
+    let mut schema_patches = Vec::new();
+    if settings.require_spec_group {
+        policies.push(kept_without_group_warning(variables));
+        schema_patches = staged_schema_patches(cluster)?;
+    }
+    Ok(Native {
+        rule: RULE,
+        policies,
+        schema_patches,
+        checks: CHECKS,
+    })
+}
+
+/// Under `requireSpecGroup`, the module's warning on an UPDATE that leaves
+/// a revision stored without `spec.group` without one.
+fn kept_without_group_warning(variables: Vec<crate::model::NamedExpression>) -> BoundPolicy {
+    BoundPolicy::new(
         "olm-guard-group-authorization-ungrouped",
         RULE,
         "warns on an update that leaves a ClusterObjectSet stored before spec.group without one",
@@ -319,7 +352,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
             },
             variables,
             vec![Validation {
-                expression: "!variables.legacyUpdate".into(),
+                expression: "!variables.keptWithoutGroup".into(),
                 message: Some("this ClusterObjectSet has no spec.group".into()),
                 message_expression: Some(format!(
                     "variables.labelGroup != '' ? 'this ClusterObjectSet has no spec.group and \
@@ -341,22 +374,40 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
             }],
         ),
         &["Warn"],
-    );
-    Ok(Native {
-        rule: RULE,
-        policies: vec![deny, warn],
-        schema_patches: vec![schema_patch()],
-        checks: CHECKS,
-    })
+    )
 }
 
-/// `spec.group` in the ClusterObjectSet CRD (operator-framework
-/// operator-controller `helm/olmv1/base/operator-controller/crd/experimental/
-/// olm.operatorframework.io_clusterobjectsets.yaml`, one version, v1, whose
-/// spec has no `group` yet and no rules of its own): a non-empty string,
-/// required, immutable once set. Objects created before it exist without a
-/// group: apply it once every ClusterObjectSet has one.
-fn schema_patch() -> SchemaPatch {
+/// `spec.group` in the ClusterObjectSet CRD, for clusters that adopt it,
+/// in three patches applied in order, each safe on a cluster with stored
+/// revisions: the property (revisions without it stay valid), then the
+/// rule that keeps a group once set (a revision without one may still gain
+/// one, as backfill does), then, once every stored revision has a group,
+/// the rule that requires it. Each is written against the CRD the cluster
+/// runs (`cluster`) or the shipped upstream copy, and only adds.
+fn staged_schema_patches(cluster: Option<&[Json]>) -> Result<Vec<SchemaPatch>, GenerateError> {
+    let crd_error = |problem: String| GenerateError::Crd {
+        rule: RULE,
+        problem,
+    };
+    let mut crd = crate::crd::find(CRD, cluster).map_err(crd_error)?;
+    let property = serde_json::json!({
+        "type": "string",
+        "minLength": 1,
+        "description": "The revision group this ClusterObjectSet belongs to; once set it \
+                        cannot change or be removed. Writing revisions of a group needs the \
+                        verb manage on clusterobjectsets/groups with the group's name.",
+    });
+    let add_field = crd
+        .add_property(&["spec"], "group", &property)
+        .map_err(crd_error)?;
+    let immutable = CrdRule {
+        path: "spec",
+        rule: "!has(oldSelf.group) || has(self.group) && self.group == oldSelf.group".into(),
+        message: "spec.group is immutable: keep the group this ClusterObjectSet was given, and \
+                  create a new ClusterObjectSet to add a revision to another group"
+            .into(),
+        message_expression: None,
+    };
     let required = CrdRule {
         path: "spec",
         rule: "has(self.group)".into(),
@@ -366,30 +417,57 @@ fn schema_patch() -> SchemaPatch {
             .into(),
         message_expression: None,
     };
-    let immutable = CrdRule {
-        path: "spec.group",
-        rule: "self == oldSelf".into(),
-        message: "spec.group is immutable: keep the group this ClusterObjectSet was created \
-                  with, and create a new ClusterObjectSet to add a revision to another group"
-            .into(),
-        message_expression: None,
-    };
-    let spec = "/spec/versions/0/schema/openAPIV3Schema/properties/spec";
-    SchemaPatch {
-        crd: format!("{RESOURCE}.{GROUP}"),
-        file: format!("{RULE}.crd-patch.json"),
-        patch: serde_json::json!([
-            {"op": "add", "path": format!("{spec}/properties/group"), "value": {
-                "type": "string",
-                "minLength": 1,
-                "description": "The revision group this ClusterObjectSet belongs to: \
-                                required and immutable; managing a group needs the verb \
-                                manage on clusterobjectsets/groups with the group's name.",
-                "x-kubernetes-validations": [immutable.to_json()],
-            }},
-            {"op": "add", "path": format!("{spec}/x-kubernetes-validations"),
-             "value": [required.to_json()]},
-        ]),
-        rules: vec![required, immutable],
-    }
+    let source = crd.source.clone();
+    // Each stage is written against the CRD the stages before it leave.
+    crd.apply(&add_field).map_err(crd_error)?;
+    let keep = crd
+        .add_rules(&["spec"], std::slice::from_ref(&immutable))
+        .map_err(crd_error)?;
+    crd.apply(&keep).map_err(crd_error)?;
+    let require = crd
+        .add_rules(&["spec"], std::slice::from_ref(&required))
+        .map_err(crd_error)?;
+    let stage =
+        |n: u8, what: &str, step: String, patch: Vec<Json>, rules: Vec<CrdRule>| SchemaPatch {
+            crd: CRD.into(),
+            file: format!("{RULE}.crd-patch-{n}-{what}.json"),
+            step,
+            patch: Json::Array(patch),
+            rules,
+        };
+    Ok(vec![
+        stage(
+            1,
+            "field",
+            format!(
+                "first: adds spec.group (optional) to {source}; stored revisions stay valid{}",
+                if add_field.is_empty() {
+                    " (the CRD has it already: nothing to apply)"
+                } else {
+                    ""
+                }
+            ),
+            add_field,
+            Vec::new(),
+        ),
+        stage(
+            2,
+            "immutable",
+            "second: a spec.group, once set, cannot change or be removed; a revision without one \
+             may still gain one"
+                .into(),
+            keep,
+            vec![immutable],
+        ),
+        stage(
+            3,
+            "required",
+            "last, optional, once every stored ClusterObjectSet has spec.group (kubectl get \
+             clusterobjectsets -o custom-columns=NAME:.metadata.name,GROUP:.spec.group shows \
+             <none> for those without): every write needs spec.group"
+                .into(),
+            require,
+            vec![required],
+        ),
+    ])
 }

@@ -60,13 +60,18 @@ impl Check {
 }
 
 /// A JSON patch (RFC 6902) for a CRD: validation rules the API server
-/// enforces with the schema, before any admission policy runs.
+/// enforces with the schema, before any admission policy runs. Written
+/// against the CRD the user gives, or the shipped upstream copy
+/// ([`crate::crd::find`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SchemaPatch {
     /// The CRD's name (`clusterobjectsets.olm.operatorframework.io`).
     pub crd: String,
     /// The file name under `deploy/native/`.
     pub file: String,
+    /// When to apply it, in one line (patches of one rule are applied in
+    /// the order they are listed).
+    pub step: String,
     /// The patch operations.
     pub patch: Json,
     /// The `x-kubernetes-validations` rules the patch adds, for evaluation.
@@ -111,6 +116,27 @@ pub struct Native {
     pub checks: &'static [Check],
 }
 
+impl Native {
+    /// The same policies for a first look on a cluster (`scaffold vap
+    /// --actions warn`): every binding that denies warns and audits instead
+    /// (`validationActions: [Warn, Audit]`), so that a request the policy
+    /// would deny is admitted with a warning to its client and an
+    /// annotation in the API server's audit log
+    /// (`validation.policy.admission.k8s.io/validation_failure`). Bindings
+    /// that only warn stay as they are; CRD patches are left out, since a
+    /// schema has no warn-only mode.
+    pub fn warn_only(mut self) -> Native {
+        for bound in &mut self.policies {
+            let actions = &mut bound.binding.spec.validation_actions;
+            if actions.iter().any(|a| a == "Deny") {
+                *actions = vec!["Warn".into(), "Audit".into()];
+            }
+        }
+        self.schema_patches.clear();
+        self
+    }
+}
+
 /// Why no native form can be written.
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
@@ -135,6 +161,14 @@ pub enum GenerateError {
         /// Why, and what to do instead.
         reason: &'static str,
     },
+    /// The CRD to patch cannot take the patch.
+    #[error("{rule}: {problem}")]
+    Crd {
+        /// The rule.
+        rule: &'static str,
+        /// What is wrong with the CRD, in one line.
+        problem: String,
+    },
     /// The rule has no check CEL can decide from the request.
     #[error("{rule} has no native form: {reason}")]
     ModuleOnly {
@@ -158,8 +192,10 @@ pub const RULES: [&str; 6] = [
 /// The native form of `rule` with its module `settings` (JSON, as the
 /// module takes them; `null` or `{}` for the defaults). `cluster`, the
 /// objects of a cluster snapshot, is read by the rules whose policies name
-/// cluster objects (the aggregated ClusterRoles of aggregation-escalation);
-/// without it they use Kubernetes' defaults.
+/// cluster objects (the aggregated ClusterRoles of aggregation-escalation)
+/// and by those whose CRD patches are written against the CRD the cluster
+/// runs (a `CustomResourceDefinition` among them); without it they use
+/// Kubernetes' defaults and the shipped upstream CRDs.
 pub fn generate(
     rule: &str,
     settings: &Json,
@@ -169,8 +205,8 @@ pub fn generate(
         aggregation_escalation::RULE => {
             aggregation_escalation::generate(&read(rule, settings)?, cluster)
         }
-        group_authorization::RULE => group_authorization::generate(&read(rule, settings)?),
-        catalog_union::RULE => catalog_union::generate(&read(rule, settings)?),
+        group_authorization::RULE => group_authorization::generate(&read(rule, settings)?, cluster),
+        catalog_union::RULE => catalog_union::generate(&read(rule, settings)?, cluster),
         revision_uniqueness::RULE => revision_uniqueness::generate(&read(rule, settings)?),
         scope_rbac::RULE => scope_rbac::generate(&read(rule, settings)?),
         og_intersection::RULE => og_intersection::generate(&read(rule, settings)?),

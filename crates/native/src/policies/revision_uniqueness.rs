@@ -7,7 +7,9 @@
 //! per existing ClusterObjectSet, each evaluation comparing the request with
 //! one of them.
 
-use olm_guard_olm::cluster_object_set::{API_VERSION, GROUP, KIND, OWNER_NAME_LABEL, RESOURCE};
+use olm_guard_olm::cluster_object_set::{
+    API_VERSION, GROUP, KIND, OWNER_NAME_LABEL, RESOURCE, SET_GROUP_FIX,
+};
 use olm_guard_rules::revision_uniqueness::Settings;
 
 use super::{Check, Enforcement, GenerateError, Native, cel_string, object_shape, readable};
@@ -184,7 +186,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
             message_expression: Some(format!(
                 "variables.group == '' ? 'metadata.name must be <group>-<revision> (setting \
                  requireNameSuffix), but this ClusterObjectSet is in no revision group (it has \
-                 neither spec.group nor the label {OWNER_NAME_LABEL}); set spec.group' : \
+                 neither spec.group nor the label {OWNER_NAME_LABEL}); {SET_GROUP_FIX}' : \
                  'metadata.name must be \"' + variables.expectedName + '\" \
                  (<group>-<revision>, setting requireNameSuffix) but it is \"' + variables.name + \
                  '\"; ' + (request.operation == 'CREATE' ? 'name it \"' + variables.expectedName \

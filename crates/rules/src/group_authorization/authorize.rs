@@ -1,4 +1,4 @@
-//! Rule 4: the one SubjectAccessReview that decides who may write a group.
+//! The one SubjectAccessReview that decides who may write a group.
 
 use olm_guard_core::protocol::ResourceAttributes;
 use olm_guard_core::{Cluster, ClusterExt, UserInfo, Verdict};
@@ -10,9 +10,9 @@ use super::messages;
 /// exactly the CEL check
 /// `authorizer.group(..).resource('clusterobjectsets').subresource('groups')
 /// .name(group).check('manage')` of the ValidatingAdmissionPolicy proposed in
-/// operator-framework/operator-controller issue #2722, with no namespace:
-/// groups are cluster-wide. `note` follows the group's name in a denial
-/// (where the group came from).
+/// operator-framework/operator-controller#2722, with no namespace: groups
+/// are cluster-wide. `note` follows the group's name in a denial (where the
+/// group came from).
 pub(super) fn require_manage(
     cluster: &dyn Cluster,
     user: &UserInfo,

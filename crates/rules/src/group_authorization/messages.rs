@@ -8,6 +8,23 @@ use olm_guard_olm::cluster_object_set::{
 use serde_json::Value;
 
 use super::NOT_AUTHORIZED;
+use super::read::{Group, Source};
+
+/// The settings refusal of `backfillGroupFromLabel` alone.
+pub(super) const BACKFILL_WITHOUT_SPEC_GROUP: &str = "settings.backfillGroupFromLabel: true needs requireSpecGroup: true: backfilling writes \
+     spec.group, which only a ClusterObjectSet CRD that has the field keeps (the API server \
+     prunes it from the CRD operator-controller ships); set requireSpecGroup: true once the \
+     CRD has spec.group, or remove backfillGroupFromLabel";
+
+/// The settings refusal of an empty name in `garbageCollectors`: it would
+/// let through every DELETE that names no user.
+pub(super) fn empty_garbage_collector(index: usize) -> String {
+    format!(
+        "settings.garbageCollectors[{index}] is empty: list user names, such as \
+         system:serviceaccount:kube-system:generic-garbage-collector (an empty name would let \
+         through every DELETE that names no user)"
+    )
+}
 
 /// Rule 1: no `spec.group`; the fix depends on what the object still has.
 pub(super) fn missing_group(label: Option<&str>, old_group: Option<&str>) -> String {
@@ -53,9 +70,9 @@ pub(super) fn group_changed(old: &str, group: &str) -> String {
 /// Rule 3.
 pub(super) fn label_disagrees(label: &str, group: &str) -> String {
     format!(
-        "label {OWNER_NAME_LABEL} is \"{label}\" but spec.group is \"{group}\": controllers \
-         that still group revisions by the label would put this revision into group \
-         \"{label}\"; set the label to \"{group}\" or remove it"
+        "label {OWNER_NAME_LABEL} is \"{label}\" but spec.group is \"{group}\": \
+         operator-controller groups revisions by this label and would put this revision into \
+         group \"{label}\"; set the label to \"{group}\" or remove it"
     )
 }
 
@@ -79,27 +96,36 @@ pub(super) fn manage_lookup(user: &UserInfo, group: &str) -> String {
     )
 }
 
-/// Rule 4's note for the stored group of an UPDATE that moves the object
-/// into `group`; `source` says where the stored group was read.
-pub(super) fn moved_from_stored_group(source: &str, group: &str) -> String {
-    format!(
-        " (the group this ClusterObjectSet is stored in, taken from {source}; the update \
-         would move it to group \"{group}\", which needs the grant on both groups)"
-    )
+/// Rule 4's note on where `group` was read: nothing for a `spec.group`,
+/// the label otherwise (on the CRD operator-controller ships, always).
+pub(super) fn source_note(group: Group<'_>) -> String {
+    let name = group.name;
+    match group.source {
+        Source::SpecGroup | Source::StoredSpecGroup => String::new(),
+        Source::Label => format!(" (the group named by its label {OWNER_NAME_LABEL}=\"{name}\")"),
+        Source::StoredLabel => format!(
+            " (the group named by the label it is stored with {OWNER_NAME_LABEL}=\"{name}\")"
+        ),
+    }
 }
 
-/// Rule 4's note for an object without `spec.group`, authorized by its new
-/// label (`new_label`) or by the label it is stored with.
-pub(super) fn group_from_label(new_label: bool, group: &str) -> String {
-    let whose = if new_label {
-        "its label"
-    } else {
-        "the label it is stored with"
+/// Rule 4's note for the group a revision is stored in (`stored`), when
+/// the update moves it to `group` or, with `None`, out of every group.
+pub(super) fn moved_note(stored: Group<'_>, group: Option<&str>) -> String {
+    let source = match stored.source {
+        Source::SpecGroup | Source::StoredSpecGroup => "its spec.group".to_string(),
+        Source::Label | Source::StoredLabel => format!(
+            "the label it is stored with {OWNER_NAME_LABEL}=\"{}\"",
+            stored.name
+        ),
     };
-    format!(
-        " (this ClusterObjectSet has no spec.group; its group is taken from {whose} \
-         {OWNER_NAME_LABEL}=\"{group}\")"
-    )
+    let change = match group {
+        Some(group) => format!(
+            "the update would move it to group \"{group}\", which needs the grant on both groups"
+        ),
+        None => "the update would take it out of that group, which needs the grant on it".into(),
+    };
+    format!(" (the group this ClusterObjectSet is stored in, taken from {source}; {change})")
 }
 
 /// The warning on an allowed UPDATE of an object stored without

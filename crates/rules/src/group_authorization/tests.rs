@@ -74,9 +74,25 @@ fn run(request: &AdmissionRequest) -> Verdict {
     validate(request, &Settings::default(), &cluster())
 }
 
+/// The verdict with `requireSpecGroup`.
+fn run_required(request: &AdmissionRequest) -> Verdict {
+    validate(request, &require(), &cluster())
+}
+
+/// For a cluster whose CRD has spec.group.
+fn require() -> Settings {
+    Settings {
+        require_spec_group: true,
+        ..Settings::default()
+    }
+}
+
+/// The same, migrating label-only revisions.
 fn backfill() -> Settings {
     Settings {
+        require_spec_group: true,
         backfill_group_from_label: true,
+        ..Settings::default()
     }
 }
 
@@ -113,7 +129,7 @@ fn other_kinds_subresources_and_connect_are_not_looked_at() {
 #[case::empty(widget(json!({"group": ""})))]
 #[case::null_spec(cos("x", Value::Null, json!({})))]
 fn rule1_a_group_is_required(#[case] object: Value) {
-    let verdict = run(&create(alice(), object));
+    let verdict = run_required(&create(alice(), object));
     assert_denied(&verdict, &["spec.group is required", "set spec.group"]);
     assert_eq!(verdict.code, Some(403));
 }
@@ -133,7 +149,7 @@ fn rule1_label_only_objects_are_told_about_the_label_and_the_setting() {
         json!({"revision": 1}),
         json!({OWNER_NAME_LABEL: "widget-operator"}),
     );
-    let verdict = run(&create(alice(), legacy));
+    let verdict = run_required(&create(alice(), legacy));
     assert_denied(
         &verdict,
         &[
@@ -337,20 +353,66 @@ fn rule5_deleting_a_revision_needs_the_grant_on_its_group() {
 }
 
 #[test]
-fn rule5_objects_without_a_group_are_deleted_unchecked() {
-    let legacy = cos(
-        "x",
-        json!({"revision": 1}),
-        json!({OWNER_NAME_LABEL: "cert-manager"}),
+fn rule5_a_label_only_revision_is_deleted_by_its_group_manager() {
+    let theirs = legacy("cert-manager");
+    let verdict = run(&request("DELETE", alice(), Value::Null, theirs.clone()));
+    assert_denied(
+        &verdict,
+        &[
+            NOT_AUTHORIZED,
+            "may not manage group \"cert-manager\" (the group named by the label it is stored \
+             with olm.operatorframework.io/owner-name=\"cert-manager\")",
+        ],
     );
+    let (verdict, asked) = asked(&request("DELETE", installer(), Value::Null, theirs));
+    assert!(verdict.allowed, "{verdict:?}");
+    assert_eq!(asked, vec![Some("cert-manager".to_string())]);
+}
+
+#[test]
+fn rule5_revisions_in_no_group_are_deleted_unchecked() {
     let verdict = validate(
-        &request("DELETE", alice(), Value::Null, legacy),
+        &request("DELETE", alice(), Value::Null, legacy("")),
         &Settings::default(),
         &NoCluster,
     );
     assert!(verdict.allowed);
     let no_old = request("DELETE", alice(), Value::Null, Value::Null);
     assert!(validate(&no_old, &Settings::default(), &NoCluster).allowed);
+}
+
+#[rstest]
+#[case::service_account_credentials("system:serviceaccount:kube-system:generic-garbage-collector")]
+#[case::controller_manager_credentials("system:kube-controller-manager")]
+fn rule5_the_garbage_collector_deletes_the_revisions_of_a_deleted_extension(
+    #[case] collector: &str,
+) {
+    let gc = user(
+        collector,
+        &["system:serviceaccounts", "system:authenticated"],
+    );
+    let (verdict, asked) = asked(&request("DELETE", gc.clone(), Value::Null, legacy("x")));
+    assert!(verdict.allowed, "{verdict:?}");
+    assert!(asked.is_empty(), "{asked:?}");
+    // Only on DELETE, and only for the users the setting names.
+    assert_denied(
+        &validate(
+            &archive(gc.clone(), &legacy("x")),
+            &Settings::default(),
+            &cluster(),
+        ),
+        &[NOT_AUTHORIZED],
+    );
+    let none = Settings {
+        garbage_collectors: Vec::new(),
+        ..Settings::default()
+    };
+    let verdict = validate(
+        &request("DELETE", gc, Value::Null, legacy("x")),
+        &none,
+        &cluster(),
+    );
+    assert_denied(&verdict, &[NOT_AUTHORIZED]);
 }
 
 #[test]
@@ -465,7 +527,7 @@ fn archive(user: Value, old: &Value) -> AdmissionRequest {
 #[test]
 fn legacy_update_is_authorized_by_its_label_and_warns() {
     let old = legacy("widget-operator");
-    let verdict = run(&archive(alice(), &old));
+    let verdict = run_required(&archive(alice(), &old));
     assert!(verdict.allowed, "{verdict:?}");
     assert_eq!(verdict.mutated_object, None);
     assert!(
@@ -494,7 +556,7 @@ fn legacy_update_is_authorized_by_its_label_and_warns() {
 
     // A CREATE of the same label-only object is still denied (rule 1).
     assert_denied(
-        &run(&create(alice(), old)),
+        &run_required(&create(alice(), old)),
         &["spec.group is required", "set spec.group: widget-operator"],
     );
 }
@@ -508,8 +570,8 @@ fn legacy_update_of_another_groups_revision_is_denied() {
         &[
             NOT_AUTHORIZED,
             "user \"alice\"",
-            "may not manage group \"cert-manager\" (this ClusterObjectSet has no spec.group; \
-             its group is taken from its label olm.operatorframework.io/owner-name=\"cert-manager\")",
+            "may not manage group \"cert-manager\" (the group named by its label \
+             olm.operatorframework.io/owner-name=\"cert-manager\")",
             "resourceNames: [cert-manager]",
         ],
     );
@@ -531,8 +593,9 @@ fn legacy_relabel_needs_the_old_and_the_new_group() {
         &verdict,
         &[
             NOT_AUTHORIZED,
-            "group \"cert-manager\" (this ClusterObjectSet has no spec.group; its group is \
-             taken from the label it is stored with",
+            "group \"cert-manager\" (the group this ClusterObjectSet is stored in, taken from \
+             the label it is stored with olm.operatorframework.io/owner-name=\"cert-manager\"; \
+             the update would move it to group \"widget-operator\"",
         ],
     );
 
@@ -546,8 +609,26 @@ fn legacy_relabel_needs_the_old_and_the_new_group() {
 
     // Removing the label still needs the group it had.
     let verdict = run(&request("UPDATE", alice(), legacy(""), theirs.clone()));
-    assert_denied(&verdict, &[NOT_AUTHORIZED, "group \"cert-manager\""]);
+    assert_denied(
+        &verdict,
+        &[
+            NOT_AUTHORIZED,
+            "group \"cert-manager\"",
+            "the update would take it out of that group",
+        ],
+    );
     let verdict = run(&request(
+        "UPDATE",
+        alice(),
+        legacy(""),
+        legacy("widget-operator"),
+    ));
+    assert!(
+        verdict.allowed && verdict.warnings.is_empty(),
+        "{verdict:?}"
+    );
+    // With requireSpecGroup, the same update is told to set spec.group.
+    let verdict = run_required(&request(
         "UPDATE",
         alice(),
         legacy(""),
@@ -712,7 +793,7 @@ fn legacy_update_that_adds_a_label_is_authorized_by_it() {
         )),
         &[NOT_AUTHORIZED, "group \"cert-manager\""],
     );
-    let verdict = run(&request("UPDATE", alice(), legacy("widget-operator"), old));
+    let verdict = run_required(&request("UPDATE", alice(), legacy("widget-operator"), old));
     assert!(verdict.allowed, "{verdict:?}");
     assert!(has_warning(&verdict, &["set spec.group: widget-operator"]));
 }
@@ -729,7 +810,7 @@ fn legacy_update_with_a_label_fails_closed() {
 }
 
 #[rstest]
-#[case::default_settings(Settings::default())]
+#[case::required(require())]
 #[case::backfill(backfill())]
 fn ungrouped_update_is_accepted_with_a_warning(#[case] settings: Settings) {
     // Neither spec.group nor the label: no group to protect, nothing to
@@ -752,7 +833,7 @@ fn ungrouped_update_is_accepted_with_a_warning(#[case] settings: Settings) {
     );
     // CREATE is still denied, with or without backfill.
     assert_denied(
-        &run(&create(bob.clone(), legacy(""))),
+        &run_required(&create(bob.clone(), legacy(""))),
         &["spec.group is required"],
     );
     let verdict = validate(&create(bob, legacy("")), &settings, &cluster());
@@ -783,7 +864,7 @@ fn backfill_still_wins_on_a_legacy_update() {
 #[case::spec_a_list(json!({"spec": [1]}))]
 fn the_legacy_exception_needs_a_readable_stored_object(#[case] old: Value) {
     // No readable stored object: judged like a CREATE.
-    let verdict = run(&request("UPDATE", alice(), legacy("widget-operator"), old));
+    let verdict = run_required(&request("UPDATE", alice(), legacy("widget-operator"), old));
     assert_denied(&verdict, &["spec.group is required"]);
 }
 
@@ -793,17 +874,17 @@ fn the_legacy_exception_needs_a_stored_object_without_a_group() {
     // A stored group of the wrong type is no proof of a legacy object.
     let mut odd_old = label_only.clone();
     odd_old["spec"]["group"] = json!(7);
-    let verdict = run(&request("UPDATE", alice(), label_only.clone(), odd_old));
+    let verdict = run_required(&request("UPDATE", alice(), label_only.clone(), odd_old));
     assert_denied(&verdict, &["spec.group is required"]);
     // A stored group stays required (rule 2).
     let mut grouped_old = label_only.clone();
     grouped_old["spec"]["group"] = json!("widget-operator");
-    let verdict = run(&request("UPDATE", alice(), label_only.clone(), grouped_old));
+    let verdict = run_required(&request("UPDATE", alice(), label_only.clone(), grouped_old));
     assert_denied(&verdict, &["keep spec.group: widget-operator"]);
     // A new group of the wrong type is still named (rule 1).
     let mut odd_new = label_only.clone();
     odd_new["spec"]["group"] = json!(7);
-    let verdict = run(&request("UPDATE", alice(), odd_new, label_only));
+    let verdict = run_required(&request("UPDATE", alice(), odd_new, label_only));
     assert_denied(&verdict, &["spec.group is a number (7)"]);
 }
 
@@ -841,12 +922,111 @@ fn odd_json_gets_a_verdict(
 }
 
 #[test]
-fn settings_default_off_and_reject_unknown_keys() {
+fn settings_default_to_the_crd_operator_controller_ships_and_reject_unknown_keys() {
     let parsed: Settings = olm_guard_core::settings::parse(&Value::Null).unwrap();
-    assert!(!parsed.backfill_group_from_label);
-    let parsed: Settings =
-        olm_guard_core::settings::parse(&json!({"backfillGroupFromLabel": true})).unwrap();
-    assert!(parsed.backfill_group_from_label);
+    assert_eq!(parsed, Settings::default());
+    assert!(!parsed.require_spec_group && !parsed.backfill_group_from_label);
+    assert_eq!(
+        parsed.garbage_collectors,
+        GARBAGE_COLLECTORS.map(String::from)
+    );
+    let parsed: Settings = olm_guard_core::settings::parse(
+        &json!({"requireSpecGroup": true, "backfillGroupFromLabel": true}),
+    )
+    .unwrap();
+    assert_eq!(parsed, backfill());
     let err = olm_guard_core::settings::parse::<Settings>(&json!({"backfill": true})).unwrap_err();
     assert!(err.contains("backfill"), "{err}");
+}
+
+#[test]
+fn settings_refuse_a_backfill_the_crd_would_drop_and_an_empty_collector() {
+    let err = olm_guard_core::settings::parse::<Settings>(&json!({"backfillGroupFromLabel": true}))
+        .unwrap_err();
+    assert!(
+        err.contains("backfillGroupFromLabel: true needs requireSpecGroup: true"),
+        "{err}"
+    );
+    let err =
+        olm_guard_core::settings::parse::<Settings>(&json!({"garbageCollectors": ["gc", ""]}))
+            .unwrap_err();
+    assert!(
+        err.contains("settings.garbageCollectors[1] is empty"),
+        "{err}"
+    );
+}
+
+#[test]
+fn label_only_revisions_are_authorized_by_their_label() {
+    // What operator-controller creates on the CRD it ships: no spec.group,
+    // the owner-name label naming the ClusterExtension.
+    let (verdict, asked) = asked(&create(alice(), legacy("widget-operator")));
+    assert!(
+        verdict.allowed && verdict.warnings.is_empty(),
+        "{verdict:?}"
+    );
+    assert_eq!(verdict.mutated_object, None);
+    assert_eq!(asked, vec![Some("widget-operator".to_string())]);
+
+    let verdict = run(&create(alice(), legacy("cert-manager")));
+    assert_denied(
+        &verdict,
+        &[
+            NOT_AUTHORIZED,
+            "user \"alice\"",
+            "may not manage group \"cert-manager\" (the group named by its label \
+             olm.operatorframework.io/owner-name=\"cert-manager\")",
+            "resourceNames: [cert-manager]",
+        ],
+    );
+    assert_eq!(verdict.code, Some(403));
+    assert!(run(&create(installer(), legacy("cert-manager"))).allowed);
+    // Archiving by the controller's ServiceAccount: allowed, no warning.
+    let verdict = run(&archive(installer(), &legacy("cert-manager")));
+    assert!(
+        verdict.allowed && verdict.warnings.is_empty(),
+        "{verdict:?}"
+    );
+}
+
+#[test]
+fn revisions_in_no_group_are_admitted_without_a_review() {
+    // operator-controller never lists a revision without the label as a
+    // predecessor or successor (`listPreviousRevisions` returns nothing),
+    // so it can take over no group's objects.
+    let bob = user("bob", &["system:authenticated"]);
+    for request in [
+        create(bob.clone(), legacy("")),
+        archive(bob.clone(), &legacy("")),
+    ] {
+        let (verdict, asked) = asked(&request);
+        assert!(
+            verdict.allowed && verdict.warnings.is_empty(),
+            "{verdict:?}"
+        );
+        assert!(asked.is_empty(), "{asked:?}");
+    }
+}
+
+#[test]
+fn backfill_keeps_the_group_of_a_revision_re_applied_without_it() {
+    // operator-controller re-applies a revision with server-side apply and
+    // does not know spec.group: the apply drops the backfilled field, and
+    // backfill writes it again from the label instead of refusing.
+    let mut stored = legacy("widget-operator");
+    stored["spec"]["group"] = json!("widget-operator");
+    let reapplied = legacy("widget-operator");
+    let verdict = validate(
+        &request("UPDATE", alice(), reapplied, stored),
+        &backfill(),
+        &cluster(),
+    );
+    assert!(verdict.allowed, "{verdict:?}");
+    assert_eq!(
+        verdict
+            .mutated_object
+            .as_ref()
+            .and_then(|o| o.pointer("/spec/group")),
+        Some(&json!("widget-operator"))
+    );
 }

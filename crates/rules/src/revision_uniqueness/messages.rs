@@ -3,7 +3,7 @@
 
 use olm_guard_core::{ContextError, Verdict};
 use olm_guard_olm::cluster_object_set::{
-    API_VERSION, ClusterObjectSet, OWNER_NAME_LABEL, SpecGroup,
+    API_VERSION, ClusterObjectSet, OWNER_NAME_LABEL, SET_GROUP_FIX, SpecGroup,
 };
 
 use super::naming::NameProblem;
@@ -91,7 +91,7 @@ pub(super) fn cannot_number_ungrouped(cos: &ClusterObjectSet) -> String {
     let why = ungrouped_reason(cos);
     format!(
         "spec.revision is required: it cannot be numbered automatically because this \
-         ClusterObjectSet is in no revision group ({why} {OWNER_NAME_LABEL}); set spec.group, \
+         ClusterObjectSet is in no revision group ({why} {OWNER_NAME_LABEL}); {SET_GROUP_FIX}, \
          or set spec.revision yourself"
     )
 }
@@ -101,7 +101,7 @@ pub(super) fn cannot_name_ungrouped(cos: &ClusterObjectSet) -> String {
     let why = ungrouped_reason(cos);
     format!(
         "metadata.name must be <group>-<revision> (setting requireNameSuffix), but this \
-         ClusterObjectSet is in no revision group ({why} {OWNER_NAME_LABEL}); set spec.group"
+         ClusterObjectSet is in no revision group ({why} {OWNER_NAME_LABEL}); {SET_GROUP_FIX}"
     )
 }
 
@@ -135,7 +135,7 @@ pub(super) fn kept_ungrouped(cos: &ClusterObjectSet) -> String {
     format!(
         "metadata.name should be <group>-<revision> (setting requireNameSuffix), but this \
          ClusterObjectSet is in no revision group ({why} {OWNER_NAME_LABEL}); {KEPT}. New \
-         revisions need spec.group and the name <group>-<revision>; names cannot change, so \
+         revisions need a group and the name <group>-<revision>; names cannot change, so \
          replace this one by a ClusterObjectSet created with both"
     )
 }

@@ -303,13 +303,20 @@ fn ungrouped_objects_have_no_siblings() {
     let verdict = validate(&create(sample), &with(false, true), &NoCluster);
     assert_denied(
         &verdict,
-        &["requireNameSuffix", "no revision group", "set spec.group"],
+        &[
+            "requireNameSuffix",
+            "no revision group",
+            "set the label olm.operatorframework.io/owner-name",
+        ],
     );
     let unnumbered = cos("x", json!({"lifecycleState": "Active"}), json!({}));
     let verdict = validate(&create(unnumbered), &with(true, false), &NoCluster);
     assert_denied(
         &verdict,
-        &["cannot be numbered automatically", "set spec.group"],
+        &[
+            "cannot be numbered automatically",
+            "set the label olm.operatorframework.io/owner-name",
+        ],
     );
 }
 

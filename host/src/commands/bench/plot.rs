@@ -156,10 +156,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("olm-guard-plot-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("scale.png");
-        if !FONT_FILES.iter().any(|f| Path::new(f).is_file()) {
-            eprintln!("skipped: no DejaVu font; scripts/test-deps.sh installs fonts-dejavu-core");
-            return;
-        }
+        // A missing font is a failure naming the fix, never a pass.
+        assert!(
+            FONT_FILES.iter().any(|f| Path::new(f).is_file()),
+            "no DejaVu font ({}): install Debian's fonts-dejavu-core with \
+             `sudo scripts/test-deps.sh` (every test tool) or `sudo apt-get install -y fonts-dejavu-core`",
+            FONT_FILES.join(", ")
+        );
         plot(&reports, &path, "test").unwrap();
         let png = std::fs::read(&path).unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");

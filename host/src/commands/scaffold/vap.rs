@@ -22,18 +22,23 @@ Examples:
   olm-guard scaffold vap all -o deploy/native
   olm-guard scaffold vap catalog-union --settings catalog-union=settings.yaml
   olm-guard scaffold vap aggregation-escalation --cluster <(kubectl get clusterroles -o yaml)
+  olm-guard scaffold vap group-authorization --settings group-authorization=require.yaml \
+      --crd <(kubectl get crd clusterobjectsets.olm.operatorframework.io -o yaml) -o spec-group
   olm-guard scaffold vap --table          # what each rule enforces natively, as Markdown
 
 With -o, each rule gets <rule>.yaml (policies and bindings) and, where the
-CRD can carry part of the rule, <rule>.crd-patch.json, applied with
-`kubectl patch crd <name> --type json --patch-file <file>`.
+CRD can carry part of the rule, <rule>.crd-patch*.json, applied in the order
+listed on stderr with `kubectl patch crd <name> --type json --patch-file
+<file>`. A patch is written against the CRD given with --crd (or found in
+--cluster), else against the upstream copy olm-guard ships; it appends to
+the validation rules the CRD has and never replaces them.
 
 A rule with no native form (og-intersection), or settings only the module
 can honour (a mutation such as backfillGroupFromLabel), is reported on
 stderr and skipped.
 
 Exit codes: 0 written; 2 an unknown rule, unreadable or invalid settings,
-or an unreadable --cluster.")]
+an unreadable --cluster, or a --crd that is not a CRD the patch fits.")]
 pub struct VapArgs {
     /// Rules (module names), or `all`.
     #[arg(required_unless_present = "table")]
@@ -47,6 +52,10 @@ pub struct VapArgs {
     /// and view otherwise).
     #[command(flatten)]
     pub snapshot: SnapshotArgs,
+    /// The CustomResourceDefinition the cluster runs (`kubectl get crd
+    /// <name> -o yaml`), to write CRD patches against; repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub crd: Vec<PathBuf>,
     /// Write the files into DIR instead of printing the policies.
     #[arg(short, long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
@@ -65,11 +74,16 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
     }
     let rules = expand(&args.rules)?;
     let settings = read_settings(&args.settings, &rules)?;
-    let cluster: Option<Vec<Value>> = if args.snapshot.cluster.is_empty() {
+    let mut cluster: Option<Vec<Value>> = if args.snapshot.cluster.is_empty() {
         None
     } else {
         Some(args.snapshot.load()?.objects().cloned().collect())
     };
+    for file in &args.crd {
+        cluster
+            .get_or_insert_with(Vec::new)
+            .extend(read_crds(file)?);
+    }
     let mut written = Vec::new();
     for rule in &rules {
         let rule_settings = settings
@@ -95,6 +109,7 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
                 written.push(write(dir, &format!("{rule}.yaml"), &yaml)?);
                 for patch in &native.schema_patches {
                     written.push(write(dir, &patch.file, &render::schema_patch_json(patch))?);
+                    eprintln!("{}: {}", patch.file, patch.step);
                 }
             }
         }
@@ -142,6 +157,29 @@ fn read_settings(pairs: &[String], rules: &[String]) -> anyhow::Result<Vec<(Stri
             Ok((name.to_string(), value))
         })
         .collect()
+}
+
+/// The CustomResourceDefinitions of a `--crd` file; any other document is
+/// refused, naming it.
+fn read_crds(file: &Path) -> anyhow::Result<Vec<Value>> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("cannot read --crd file {}", file.display()))?;
+    let mut crds = Vec::new();
+    for result in olm_guard_snapshot::Snapshot::read_objects(&file.display().to_string(), &text) {
+        let (location, object) = result.map_err(|e| anyhow::anyhow!("--crd {e}"))?;
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind != "CustomResourceDefinition" {
+            bail!(
+                "--crd {location}: a {kind}, not a CustomResourceDefinition: give the output of \
+                 kubectl get crd <name> -o yaml"
+            );
+        }
+        crds.push(object);
+    }
+    if crds.is_empty() {
+        bail!("--crd {} holds no CustomResourceDefinition", file.display());
+    }
+    Ok(crds)
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> anyhow::Result<PathBuf> {
