@@ -9,7 +9,7 @@
 # - chromium-driver: ChromeDriver, through which the playground's browser test
 #   drives that Chromium over WebDriver (host/tests/playground_browser.rs);
 # - fonts-dejavu-core: the font `olm-guard bench --scale --plot` labels its
-#   PNG with (host/src/bench_plot.rs);
+#   PNG with (host/src/commands/bench/plot.rs);
 # - nodejs, npm: sigstore-js, the independent verifier of the bundle layout
 #   (host/tests/signing.rs), installed by `npm ci` from its lockfile in
 #   host/tests/sigstore-js (npm's registry, no root needed).

@@ -1,38 +1,30 @@
 //! `olm-guard`: evaluate Kubewarden policy modules against AdmissionReviews
 //! and cluster snapshots, run scenario suites, and annotate modules.
 
-// One module per subcommand; `common` holds the arguments they share.
+// The commands, one place each (`commands/`); what several of them share,
+// one module each, below.
+mod commands;
 
-mod annotate;
-mod audit;
-mod bench;
-#[cfg(feature = "plot")]
-mod bench_plot;
-mod bench_scale;
-mod common;
-mod inspect;
-mod keygen;
-mod playground;
-mod pull;
-mod push;
-mod run;
-mod run_many;
-mod scaffold;
-mod scaffold_manifest;
-mod scaffold_native;
+mod findings;
+mod inputs;
+mod limits;
+mod modules;
+mod output;
+mod registry;
 mod session;
-mod show;
-mod sign;
-mod test;
-#[cfg(feature = "registry")]
+mod settings;
+mod snapshot;
 mod verification;
-mod verify;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use common::one_line;
+use commands::{
+    annotate, audit, bench, inspect, keygen, playground, pull, push, run, scaffold, sign, test,
+    verify,
+};
+use output::one_line;
 
 #[derive(Parser)]
 #[command(

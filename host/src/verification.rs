@@ -1,53 +1,45 @@
-//! Signature verification for every command that fetches a module from a
-//! registry: `verify`, and `pull`, `run` and `test` with
-//! `--verification-config` (as kwctl's `--verification-config-path` and
-//! policy-server's `--verification-path`). A module is verified by its
-//! manifest digest, and then fetched by that digest, so the module
-//! evaluated is the one whose signatures were checked even if the tag moves
-//! in between.
+//! What the commands that check or write cosign signatures share:
+//! `--verification-config` (pull, run and verify), read as Kubewarden's
+//! verification config, and the `-a KEY=VALUE` annotations a signature
+//! carries (sign writes them, verify requires them). The check itself is
+//! `olm_guard_oci::verified_reference`, below the CLI.
 
-use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use olm_guard_oci::{Options, PolicyRef, StoredSignatures, fetch_signatures};
-use olm_guard_signing::VerificationConfig;
-use olm_guard_signing::verify::{Report, verify};
+use clap::Args;
 
-/// The signatures of the module `reference` resolves to, judged against
-/// `config`.
-pub fn check(
-    reference: &PolicyRef,
-    options: &Options,
-    config: &VerificationConfig,
-) -> anyhow::Result<Report> {
-    let stored = fetch_signatures(reference, options)?;
-    Ok(judge(&stored, config))
+/// `--verification-config`, for pull, run and verify.
+#[derive(Args, Clone, Default)]
+pub struct VerificationArgs {
+    /// Kubewarden verification config (apiVersion: v1; allOf, anyOf with
+    /// minimumMatches; signatures of kind pubKey): a registry module whose
+    /// cosign signatures do not satisfy it is refused before it is pulled or
+    /// evaluated, and a local module is refused (`olm-guard verify --help`).
+    #[arg(long, value_name = "FILE")]
+    pub verification_config: Option<PathBuf>,
 }
 
-/// Judge fetched signatures, legacy layers and bundle referrers alike.
-pub fn judge(stored: &StoredSignatures, config: &VerificationConfig) -> Report {
-    verify(
-        config,
-        &stored.digest,
-        &stored.locations(),
-        &stored.signature_layers(),
-    )
+/// The verification config at `path`, read and checked; `None` without one.
+#[cfg(feature = "registry")]
+pub fn read_config(
+    path: Option<&std::path::Path>,
+) -> anyhow::Result<Option<olm_guard_signing::VerificationConfig>> {
+    Ok(match path {
+        Some(path) => Some(olm_guard_signing::VerificationConfig::read(path)?),
+        None => None,
+    })
 }
 
-/// `reference` pinned to the digest whose signatures satisfy `config`, or
-/// the one-line refusal naming the reference and each failed constraint.
-pub fn require(
-    reference: &PolicyRef,
-    options: &Options,
-    config: &VerificationConfig,
-) -> anyhow::Result<PolicyRef> {
-    let report = check(reference, options, config)?;
-    if !report.verified {
-        anyhow::bail!("{reference}: {}", report.refusal());
+/// `-a key=value`, as cosign takes it.
+pub fn annotation(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("`{text}` is not key=value (write -a env=prod)")),
     }
-    Ok(PolicyRef::parse(&reference.with_digest(&report.digest))?)
 }
 
 /// The `-a` pairs as a map.
-pub fn annotations(pairs: &[(String, String)]) -> BTreeMap<String, String> {
+#[cfg(feature = "registry")]
+pub fn annotations(pairs: &[(String, String)]) -> std::collections::BTreeMap<String, String> {
     pairs.iter().cloned().collect()
 }

@@ -1,6 +1,6 @@
 //! A [`Cluster`] that answers from another and writes down every call: the
 //! page's "host calls" list, the in-browser counterpart of `olm-guard run
-//! --trace` (host/src/run.rs, `print_trace`).
+//! --trace` (host/src/commands/run/one.rs, `print_trace`).
 
 use std::cell::RefCell;
 

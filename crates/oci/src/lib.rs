@@ -20,6 +20,7 @@ mod auth;
 mod cache;
 mod reference;
 mod signature;
+mod verification;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,6 +42,7 @@ pub use signature::{
     BundlePushed, SignFormat, SignaturePushed, Signed, StoredBundle, StoredLayer, StoredSignatures,
     fetch_signatures, fetch_signatures_of, push_bundle, push_signature, sign,
 };
+pub use verification::{check_signatures, judge_signatures, verified_reference};
 
 /// Makes ring the process's rustls crypto provider, once; later calls (and a
 /// provider installed earlier by someone else) leave it as it is.
@@ -155,6 +157,14 @@ pub enum OciError {
         path: String,
         /// What is wrong with it.
         reason: String,
+    },
+    /// The module's signatures do not satisfy the verification config.
+    #[error("{reference}: {refusal}")]
+    Refused {
+        /// The reference verified.
+        reference: String,
+        /// Each failed constraint, on one line (`Report::refusal`).
+        refusal: String,
     },
     /// A local file cannot be read or written.
     #[error("{path}: {source}")]

@@ -6,9 +6,7 @@
 //! growing snapshot, bundles) is the evaluator's `preflight`; this is the
 //! command line and the printing.
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -17,12 +15,11 @@ use serde_json::{Value, json};
 use olm_guard_evaluator::input::Requester;
 use olm_guard_evaluator::preflight::{self, Module, Pair, PreflightError, Report, Unrouted};
 
-use crate::audit::engine::{self, AuditPolicy, Finding, Outcome, Subject};
-use crate::common::policies_dir;
-use crate::run::{RunArgs, RunOutput};
-
-/// The word that stands for every module in `--dist`.
-pub const ALL: &str = "all";
+use super::{RunArgs, RunOutput, show};
+use crate::findings::{Finding, Outcome, Subject, table};
+use crate::modules::{self, ALL, Loaded, policies_dir};
+use crate::output::{write_json, write_yaml, xml_escape};
+use crate::{inputs, settings};
 
 /// The policy column of an object no module applies to (counted nowhere).
 const NO_MODULE: &str = "(none)";
@@ -106,27 +103,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.policy.is_some() {
         bail!("--policy names one module; with several, list them as MODULE arguments");
     }
-    let modules = module_files(&args)?;
-    let settings = settings_by_module(&args.settings)?;
+    let modules = modules::named(&args.modules, &args.dist, &args.registry)?;
+    let settings = settings::by_named_module(&args.settings)?;
     let mut documents = Vec::new();
     for path in &args.objects {
-        documents.extend(crate::run::objects_of(path)?);
+        documents.extend(inputs::objects_of(path)?);
     }
     if let (Some(dir), Some(namespace)) = (&args.bundle, &args.namespace) {
         documents.extend(preflight::bundle_documents(dir, namespace)?);
     }
     let old = match &args.old_object {
-        Some(path) => {
-            let mut old = crate::run::objects_of(path)?;
-            if old.len() != 1 {
-                bail!(
-                    "{}: --old-object must hold one object, found {}",
-                    path.display(),
-                    old.len()
-                );
-            }
-            old.pop().map(|(_, object)| object)
-        }
+        Some(path) => Some(inputs::old_object(path)?.1),
         None => None,
     };
     if documents.is_empty() {
@@ -136,9 +123,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let snapshot = args.snapshot.load()?;
     let runtime = args.limits.runtime()?;
-    let mut policies =
-        engine::load_modules(&runtime, modules, &policies_dir(&args.dist), settings)?;
-    preflight::call_order(&mut policies, as_module);
+    let mut policies = modules::load(&runtime, modules, &policies_dir(&args.dist), settings)?;
+    preflight::call_order(&mut policies, Loaded::as_module);
     let options = preflight::Options {
         namespace: args.namespace.clone(),
         operation: args.operation.clone(),
@@ -149,7 +135,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         old_object: old,
         independent: args.independent,
     };
-    let modules: Vec<Module> = policies.iter().map(as_module).collect();
+    let modules: Vec<Module> = policies.iter().map(Loaded::as_module).collect();
     let report =
         preflight::admit_all(&modules, snapshot, documents, &options).map_err(|e| match e {
             // The flag that lifts a limit the module hit.
@@ -157,9 +143,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 module,
                 document,
                 source,
-            } => {
-                crate::run::with_hint(source, &args.limits).context(format!("{module}: {document}"))
-            }
+            } => args
+                .limits
+                .with_hint(source)
+                .context(format!("{module}: {document}")),
             other => other.into(),
         })?;
     if let (Some(_), Some(namespace)) = (&args.bundle, &args.namespace)
@@ -183,14 +170,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         RunOutput::Json => {
             for pair in &pairs {
-                serde_json::to_writer_pretty(&mut out, &review(pair)?)?;
-                writeln!(out)?;
+                write_json(&mut out, &review(pair)?)?;
             }
         }
         RunOutput::Yaml => {
             for pair in &pairs {
                 writeln!(out, "---")?;
-                serde_yaml_ng::to_writer(&mut out, &review(pair)?)?;
+                write_yaml(&mut out, &review(pair)?)?;
             }
         }
         RunOutput::Junit => write!(out, "{}", junit(&pairs))?,
@@ -211,92 +197,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The modules named: `all` (every `.wasm` in `--dist`), names in `--dist`,
-/// paths or registry references; each with its name (the file stem, or the
-/// reference's last path segment without its tag).
-fn module_files(args: &RunArgs) -> anyhow::Result<Vec<(String, PathBuf)>> {
-    let mut modules: Vec<(String, PathBuf)> = Vec::new();
-    for module in &args.modules {
-        let found = if module == ALL {
-            if args.registry.verification_config.is_some() {
-                bail!("{}", crate::pull::unverifiable(ALL));
-            }
-            let files = engine::module_files(&args.dist).with_context(|| {
-                format!(
-                    "`{ALL}` stands for every module in --dist ({})",
-                    args.dist.display()
-                )
-            })?;
-            if files.is_empty() {
-                bail!(
-                    "`{ALL}`: {} holds no .wasm module (build them with `make dist`, or pass --dist DIR)",
-                    args.dist.display()
-                );
-            }
-            files
-        } else {
-            let path = crate::run::resolve_module(module, &args.dist)?;
-            vec![crate::pull::local_policy(&path, &args.registry)?]
-        };
-        for path in found {
-            let name = if module != ALL && crate::pull::is_registry(module) {
-                registry_name(module)
-            } else {
-                path.file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            };
-            if let Some((_, first)) = modules.iter().find(|(n, _)| *n == name) {
-                if *first == path {
-                    continue;
-                }
-                bail!(
-                    "two modules are named {name}: {} and {}; name each module once",
-                    first.display(),
-                    path.display()
-                );
-            }
-            modules.push((name, path));
-        }
-    }
-    Ok(modules)
-}
-
-/// `registry://host/org/catalog-union:v1` → `catalog-union`.
-fn registry_name(reference: &str) -> String {
-    let last = reference.rsplit('/').next().unwrap_or(reference);
-    let last = last.split('@').next().unwrap_or(last);
-    last.split(':').next().unwrap_or(last).to_string()
-}
-
-/// `--settings MODULE=FILE`, each read; a bare `--settings FILE` cannot say
-/// which module it is for.
-fn settings_by_module(pairs: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
-    for pair in pairs {
-        if !pair.contains('=') {
-            bail!(
-                "--settings {pair}: with several modules, say which module the settings are for: --settings <module>={pair}"
-            );
-        }
-    }
-    crate::audit::read_settings(pairs)
-}
-
-/// The sequence's view of a loaded module.
-fn as_module(policy: &AuditPolicy) -> Module<'_> {
-    Module {
-        name: &policy.name,
-        policy: &policy.policy,
-        metadata: &policy.metadata,
-        settings: &policy.settings,
-    }
-}
-
 /// The AdmissionReview of one pair, as `run -o json` prints one, with the
 /// module's name, the document and the operation beside `response` (the
 /// API server reads only `response`).
 fn review(pair: &Pair) -> anyhow::Result<Value> {
-    let mut review = crate::show::review_document(&pair.request, pair.response.clone())
+    let mut review = show::review_document(&pair.request, pair.response.clone())
         .with_context(|| format!("{}: {}", pair.policy, pair.document))?;
     review["policy"] = json!(pair.policy);
     review["source"] = json!(pair.document);
@@ -309,7 +214,7 @@ fn review(pair: &Pair) -> anyhow::Result<Value> {
 /// rules cover it; then the counts per module.
 fn write_table(
     out: &mut impl Write,
-    policies: &[AuditPolicy],
+    policies: &[Loaded],
     pairs: &[Pair],
     unrouted: &[Unrouted],
     order: &[(String, Subject)],
@@ -337,7 +242,7 @@ fn write_table(
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut names: Vec<&str> = policies.iter().map(|p| p.name.as_str()).collect();
     names.sort_unstable();
-    crate::audit::table::write(out, &names, &findings, true, colour)?;
+    table::write(out, &names, &findings, true, colour)?;
     let mutating: Vec<&str> = policies
         .iter()
         .filter(|p| p.metadata.mutating)
@@ -357,7 +262,6 @@ fn write_table(
 /// evaluated it; a denial is a failure, an answer with code 500 (a lookup
 /// failed) an error; warnings and the mutation are the case's output.
 fn junit(pairs: &[Pair]) -> String {
-    use crate::test::xml_escape;
     use std::fmt::Write as _;
 
     let mut suites: Vec<(String, Vec<&Pair>)> = Vec::new();
@@ -417,30 +321,4 @@ fn junit(pairs: &[Pair]) -> String {
     }
     xml.push_str("</testsuites>\n");
     xml
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn registry_references_are_named_by_their_repository() {
-        assert_eq!(
-            registry_name("registry://ghcr.io/org/catalog-union:v0.1.0"),
-            "catalog-union"
-        );
-        assert_eq!(
-            registry_name("registry://localhost:5000/og-intersection@sha256:abc"),
-            "og-intersection"
-        );
-    }
-
-    #[test]
-    fn bare_settings_files_are_refused_with_the_fix() {
-        let err = settings_by_module(&["cu.yaml".into()]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "--settings cu.yaml: with several modules, say which module the settings are for: --settings <module>=cu.yaml"
-        );
-    }
 }

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use super::engine::{Finding, Outcome, SNAPSHOT_POLICY};
+use super::{Finding, Outcome, SNAPSHOT_POLICY};
 
 fn paint(outcome: Outcome, colour: bool) -> String {
     let word = format!("{:<5}", outcome.word());

@@ -1,6 +1,6 @@
 //! `olm-guard bench --scale`: every context-aware module at 10, 100, 1,000
 //! and 10,000 objects, wasm and native, as a table and (with `--plot`, in
-//! `bench_plot`) a log-log PNG.
+//! `plot`) a log-log PNG.
 
 use std::sync::Arc;
 
@@ -87,6 +87,6 @@ pub fn print_table(reports: &[Report]) {
     );
 }
 
-pub(crate) fn ms(duration: std::time::Duration) -> f64 {
+pub fn ms(duration: std::time::Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }

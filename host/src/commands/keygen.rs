@@ -32,7 +32,7 @@ pub struct KeygenArgs {
 
 #[cfg(not(feature = "registry"))]
 pub fn keygen(_: KeygenArgs) -> anyhow::Result<ExitCode> {
-    Err(crate::pull::without_registry("keygen"))
+    Err(crate::registry::without_registry("keygen"))
 }
 
 #[cfg(feature = "registry")]

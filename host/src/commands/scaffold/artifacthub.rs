@@ -1,50 +1,17 @@
-//! `olm-guard scaffold`: files derived from a policy's metadata, as
-//! `kwctl scaffold` writes them (kubewarden-controller `crates/kwctl/src/scaffold.rs`).
-//! One variant per kind of file.
+//! `olm-guard scaffold artifacthub`: Artifact Hub package files from a
+//! policy's metadata.yml, README.md and the rule's settings, as `kwctl
+//! scaffold artifacthub`, built by `olm_guard_runtime::artifacthub`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use clap::{Args, Subcommand};
+use clap::Args;
 
 use olm_guard_rules::registry::RULES;
 use olm_guard_runtime::Metadata;
 use olm_guard_runtime::artifacthub;
 use olm_guard_runtime::metadata::annotation;
-
-use crate::scaffold_manifest;
-
-#[derive(Args)]
-pub struct ScaffoldArgs {
-    #[command(subcommand)]
-    pub command: ScaffoldCommand,
-}
-
-#[derive(Subcommand)]
-pub enum ScaffoldCommand {
-    /// A ClusterAdmissionPolicy or AdmissionPolicy for a module, as `kwctl
-    /// scaffold manifest`.
-    Manifest(scaffold_manifest::ManifestArgs),
-    /// A `policies.yml` for a bare policy-server, granting each module
-    /// exactly the host capabilities and resources its metadata declares.
-    Policies(scaffold_manifest::PoliciesArgs),
-    /// Artifact Hub package files (`artifacthub-pkg.yml`) from a policy's
-    /// metadata.yml, README.md and settings, as `kwctl scaffold artifacthub`.
-    Artifacthub(ArtifacthubArgs),
-    /// ValidatingAdmissionPolicies, bindings and CRD patches enforcing the
-    /// rules natively, for clusters without Kubewarden.
-    Vap(crate::scaffold_native::VapArgs),
-}
-
-pub fn scaffold(args: ScaffoldArgs) -> anyhow::Result<ExitCode> {
-    match args.command {
-        ScaffoldCommand::Manifest(args) => scaffold_manifest::manifest(args),
-        ScaffoldCommand::Policies(args) => scaffold_manifest::policies(args),
-        ScaffoldCommand::Artifacthub(args) => artifacthub(args),
-        ScaffoldCommand::Vap(args) => crate::scaffold_native::vap(args),
-    }
-}
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -83,7 +50,9 @@ struct Package {
     yaml: String,
 }
 
-fn artifacthub(args: ArtifacthubArgs) -> anyhow::Result<ExitCode> {
+/// Writes the packages: to standard output, `-o FILE`, or the repository
+/// tree under `--dir`.
+pub fn artifacthub(args: ArtifacthubArgs) -> anyhow::Result<ExitCode> {
     if args.dir.is_none() && args.policies.len() > 1 {
         bail!(
             "several policies need --dir DIR (one package file each); -o and standard output take one"

@@ -20,7 +20,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value, json};
 
 use super::ReportKind;
-use super::engine::{Audit, AuditPolicy, Finding, Outcome, SNAPSHOT_POLICY, Subject};
+use super::engine::{Audit, AuditPolicy};
+use crate::findings::{Finding, Outcome, SNAPSHOT_POLICY, Subject};
 
 /// Reports are labelled as ours, not the scanner's: the scanner deletes the
 /// reports labelled `app.kubernetes.io/managed-by: kubewarden` of earlier
@@ -120,7 +121,10 @@ fn report(
     let results: Vec<Value> = findings
         .iter()
         .map(|finding| {
-            let policy = audit.policies.iter().find(|p| p.name == finding.policy);
+            let policy = audit
+                .policies
+                .iter()
+                .find(|p| p.module.name == finding.policy);
             result(finding, policy, seconds)
         })
         .collect();
@@ -196,19 +200,19 @@ fn result(finding: &Finding, policy: Option<&AuditPolicy>, seconds: u64) -> Valu
     }
     let mut properties = Map::new();
     if let Some(policy) = policy {
-        let kind = if policy.metadata.mutating {
+        let kind = if policy.module.metadata.mutating {
             "mutating"
         } else {
             "validating"
         };
         properties.insert(kind.into(), json!("true"));
-        if !policy.metadata.context_aware_resources.is_empty() {
+        if !policy.module.metadata.context_aware_resources.is_empty() {
             properties.insert("context-aware".into(), json!("true"));
         }
-        properties.insert("policy-name".into(), json!(policy.name));
+        properties.insert("policy-name".into(), json!(policy.module.name));
         properties.insert(
             "background-audit".into(),
-            json!(policy.metadata.background_audit.to_string()),
+            json!(policy.module.metadata.background_audit.to_string()),
         );
     }
     if !finding.source.is_empty() {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use crate::pull::RegistryArgs;
+use crate::registry::RegistryArgs;
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -40,11 +40,12 @@ pub enum PushFormat {
 
 #[cfg(not(feature = "registry"))]
 pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
-    Err(crate::pull::without_registry(&args.reference))
+    Err(crate::registry::without_registry(&args.reference))
 }
 
 #[cfg(feature = "registry")]
 pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
+    use crate::output::{write_json, write_yaml};
     use std::io::Write;
     let module = olm_guard_oci::read_file(&args.module)?;
     let file = args.module.display().to_string();
@@ -56,11 +57,8 @@ pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
             writeln!(out, "digest {}", pushed.digest)?;
             writeln!(out, "immutable {}", pushed.immutable_ref)?;
         }
-        PushFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &pushed)?;
-            writeln!(out)?;
-        }
-        PushFormat::Yaml => write!(out, "{}", serde_yaml_ng::to_string(&pushed)?)?,
+        PushFormat::Json => write_json(&mut out, &pushed)?,
+        PushFormat::Yaml => write_yaml(&mut out, &pushed)?,
     }
     Ok(ExitCode::SUCCESS)
 }

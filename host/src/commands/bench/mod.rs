@@ -1,4 +1,9 @@
-//! `olm-guard bench`: modules against the same rules compiled natively.
+//! `olm-guard bench`: modules against the same rules compiled natively;
+//! `scale` measures the scale series, `plot` draws it.
+
+#[cfg(feature = "plot")]
+mod plot;
+mod scale;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,7 +18,11 @@ use olm_guard_evaluator::Policy;
 use olm_guard_evaluator::scenario::PolicyStore;
 use olm_guard_runtime::Runtime;
 
-use crate::common::{LimitArgs, SnapshotArgs, policies_dir, read_inputs};
+use crate::limits::LimitArgs;
+use crate::modules::policies_dir;
+use crate::snapshot::SnapshotArgs;
+use crate::{inputs, settings};
+use scale::ms;
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -91,8 +100,9 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let runtime = Runtime::new(args.limits.limits())?;
     let mut reports = Vec::new();
     if let (Some(module), Some(request)) = (&args.policy, &args.request) {
-        let (request, settings, snapshot) =
-            read_inputs(request, args.settings.as_deref(), &args.snapshot)?;
+        let request = inputs::request_file(request)?;
+        let settings = settings::read(args.settings.as_deref())?;
+        let snapshot = args.snapshot.load()?;
         let policy = Policy::load(&runtime, module, None)?;
         reports.push(bench::measure(
             "input",
@@ -160,14 +170,14 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if args.scale {
         let mut store = PolicyStore::new(&runtime, args.dist.clone())
             .with_metadata_dir(policies_dir(&args.dist));
-        let reports = crate::bench_scale::measure_all(&mut store)?;
+        let reports = scale::measure_all(&mut store)?;
         let machine = bench::machine();
         println!();
         println!("scale series ({machine}):");
-        crate::bench_scale::print_table(&reports);
+        scale::print_table(&reports);
         #[cfg(feature = "plot")]
         if let Some(path) = &args.plot {
-            crate::bench_plot::plot(&reports, path, &machine)?;
+            plot::plot(&reports, path, &machine)?;
             eprintln!("bench: wrote {}", path.display());
         }
     }
@@ -236,8 +246,4 @@ fn one_shot(dist: &Path, runs: usize) -> anyhow::Result<()> {
         warm.as_secs_f64() / cold.as_secs_f64()
     );
     Ok(())
-}
-
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
 }

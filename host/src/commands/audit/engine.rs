@@ -14,66 +14,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use rayon::prelude::*;
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use olm_guard_evaluator::input::guess_resource;
-use olm_guard_evaluator::{AdmissionResponse, ClusterContext, Policy};
-use olm_guard_runtime::metadata::{Metadata, RequestTarget, annotation};
+use olm_guard_evaluator::{AdmissionResponse, ClusterContext};
+use olm_guard_runtime::metadata::{RequestTarget, annotation};
 use olm_guard_runtime::{CallError, Runtime};
 use olm_guard_snapshot::{ApiResources, LoadOptions, ObjectRef, Snapshot, SnapshotWarning};
 
-use crate::common::one_line;
-
-/// The policy name of results about the snapshot itself (an object that
-/// could not be read), which no module evaluated.
-pub const SNAPSHOT_POLICY: &str = "snapshot";
-
-/// What an evaluation says, in the words of the report CRDs' `result` enum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    /// The module admitted the CREATE.
-    Pass,
-    /// The module denied it: the object breaks the rule today.
-    Fail,
-    /// Admitted with admission warnings (the audit scanner, which never
-    /// writes `warn`, would say `pass`).
-    Warn,
-    /// Not evaluated: the object could not be read, the module failed, or
-    /// its lookup failed (code 500, as the audit scanner counts it).
-    Error,
-    /// Not evaluated for a requester: the module's verdict depends on who
-    /// asks and no `--as` was given.
-    Skip,
-}
-
-impl Outcome {
-    /// Every outcome, in report order.
-    pub const ALL: [Outcome; 5] = [
-        Outcome::Pass,
-        Outcome::Fail,
-        Outcome::Warn,
-        Outcome::Error,
-        Outcome::Skip,
-    ];
-
-    /// `pass`, `fail`, ...
-    pub fn word(self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Fail => "fail",
-            Outcome::Warn => "warn",
-            Outcome::Error => "error",
-            Outcome::Skip => "skip",
-        }
-    }
-}
-
-/// The object a result is about (the evaluator's, shared with `run all`).
-pub use olm_guard_evaluator::preflight::Subject;
+use crate::findings::{Finding, Outcome, SNAPSHOT_POLICY, Subject};
+use crate::modules::{self, Loaded};
+use crate::output::one_line;
 
 /// The subject a snapshot reference names.
 fn subject_of_ref(object: &ObjectRef, api_resources: &ApiResources) -> Subject {
@@ -88,38 +41,22 @@ fn subject_of_ref(object: &ObjectRef, api_resources: &ApiResources) -> Subject {
     }
 }
 
-/// One result: an object (or a snapshot document), a policy, what it said.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Finding {
-    /// The object; `None` for a snapshot document that is no object.
-    pub object: Option<Subject>,
-    /// Where the object was read: `file: document N[: items[i]]`.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub source: String,
-    /// The module's name (`dist/<name>.wasm`), or [`SNAPSHOT_POLICY`].
-    pub policy: String,
-    /// pass, fail, warn, error or skip.
-    pub result: Outcome,
-    /// The module's message (denial, warnings, error), or why it was skipped.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub message: String,
+/// A module as the audit uses it: loaded once, with what its metadata says,
+/// and whether its batches have failed.
+pub struct AuditPolicy {
+    /// The module, its metadata and settings.
+    pub module: Loaded,
+    /// Whether a batch of it has failed already (said once on stderr).
+    batch_failed: AtomicBool,
 }
 
-/// A module as the audit uses it: compiled once, with what its metadata says.
-pub struct AuditPolicy {
-    /// The module's name.
-    pub name: String,
-    /// Where it was loaded from.
-    pub path: PathBuf,
-    /// Compiled once; every evaluation gets a fresh instance.
-    pub policy: Policy,
-    /// Its metadata (required: the rules say what it applies to).
-    pub metadata: Metadata,
-    /// The settings it runs with (validated by the module).
-    pub settings: Value,
-    /// Whether a batch of it has failed already (said once on stderr).
-    pub batch_failed: AtomicBool,
+impl From<Loaded> for AuditPolicy {
+    fn from(module: Loaded) -> Self {
+        AuditPolicy {
+            module,
+            batch_failed: AtomicBool::new(false),
+        }
+    }
 }
 
 impl AuditPolicy {
@@ -130,7 +67,7 @@ impl AuditPolicy {
         if !self.batch_failed.swap(true, Ordering::Relaxed) {
             eprintln!(
                 "olm-guard: {}: cannot evaluate in batches ({}); evaluating each object on its own",
-                self.name,
+                self.module.name,
                 one_line(&error.to_string())
             );
         }
@@ -138,7 +75,8 @@ impl AuditPolicy {
 
     /// `io.kubewarden.policy.severity`, when the report CRDs accept it.
     pub fn severity(&self) -> Option<&str> {
-        self.metadata
+        self.module
+            .metadata
             .annotations
             .get(annotation::SEVERITY)
             .map(String::as_str)
@@ -147,7 +85,8 @@ impl AuditPolicy {
 
     /// `io.kubewarden.policy.category`.
     pub fn category(&self) -> Option<&str> {
-        self.metadata
+        self.module
+            .metadata
             .annotations
             .get(annotation::CATEGORY)
             .map(String::as_str)
@@ -156,7 +95,7 @@ impl AuditPolicy {
     /// Whether the metadata's rules cover a CREATE of `resource` in
     /// `group`/`version`, as the API server matches webhook rules.
     fn covers(&self, group: &str, version: &str, resource: &str) -> bool {
-        self.metadata.covers(&RequestTarget {
+        self.module.metadata.covers(&RequestTarget {
             group,
             version,
             resource,
@@ -243,20 +182,10 @@ pub fn load_snapshot(
     files: &[PathBuf],
     api_resources: Option<&Path>,
 ) -> anyhow::Result<(Snapshot, Vec<Finding>)> {
-    let mut snapshot = Snapshot::new();
-    if let Some(path) = api_resources {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let table = ApiResources::parse(&text).with_context(|| path.display().to_string())?;
-        snapshot.add_api_resources(table);
-    }
     let mut warnings: Vec<SnapshotWarning> = Vec::new();
-    for path in files {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let source = path.display().to_string();
-        warnings.extend(snapshot.add_source(&source, &text, LoadOptions::LENIENT)?);
-    }
+    let snapshot = crate::snapshot::load(files, api_resources, LoadOptions::LENIENT, &mut |w| {
+        warnings.push(w)
+    })?;
     let findings = warnings
         .into_iter()
         .map(|warning| Finding {
@@ -283,7 +212,7 @@ pub fn load_policies(
     settings: BTreeMap<String, Value>,
 ) -> anyhow::Result<Vec<AuditPolicy>> {
     let paths: Vec<PathBuf> = if policies.is_dir() {
-        module_files(policies)?
+        modules::files_in(policies)?
     } else {
         vec![policies.to_path_buf()]
     };
@@ -303,72 +232,8 @@ pub fn load_policies(
             (name, path)
         })
         .collect();
-    load_modules(runtime, modules, metadata_dir, settings)
-}
-
-/// The `.wasm` files of `dir`, sorted by name.
-pub fn module_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|e| e == "wasm"))
-        .collect();
-    paths.sort();
-    Ok(paths)
-}
-
-/// The modules `modules` (name, file), compiled once, each with its
-/// settings from `settings` (`name` → document) or `{}`, checked by the
-/// module's `validate_settings`; a module without metadata (embedded, or a
-/// `metadata.yml` under `metadata_dir/<name>/`) is an error, as is a
-/// settings entry for no module.
-pub fn load_modules(
-    runtime: &Runtime,
-    modules: Vec<(String, PathBuf)>,
-    metadata_dir: &Path,
-    mut settings: BTreeMap<String, Value>,
-) -> anyhow::Result<Vec<AuditPolicy>> {
-    let mut loaded = Vec::new();
-    for (name, path) in modules {
-        let mut policy = Policy::load(runtime, &path, None)?;
-        if policy.metadata.is_none() {
-            // A module built but not annotated: its project's metadata.yml.
-            let file = metadata_dir.join(&name).join("metadata.yml");
-            if file.is_file() {
-                policy = Policy::load(runtime, &path, Some(&file))?;
-            }
-        }
-        let Some(metadata) = policy.metadata.clone() else {
-            bail!(
-                "{} has no embedded metadata, so which objects it applies to is unknown: \
-                 annotate it (`olm-guard annotate`, or `make dist`)",
-                path.display()
-            );
-        };
-        let settings = settings.remove(&name).unwrap_or_else(|| json!({}));
-        policy
-            .validate_settings(&settings)
-            .with_context(|| format!("--settings {name}"))?;
-        loaded.push(AuditPolicy {
-            name,
-            path,
-            policy,
-            metadata,
-            settings,
-            batch_failed: AtomicBool::new(false),
-        });
-    }
-    if let Some(name) = settings.keys().next() {
-        bail!(
-            "--settings {name}=...: no module {name} among the modules evaluated ({})",
-            loaded
-                .iter()
-                .map(|p| p.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    Ok(loaded)
+    let loaded = modules::load(runtime, modules, metadata_dir, settings)?;
+    Ok(loaded.into_iter().map(AuditPolicy::from).collect())
 }
 
 impl Audit {
@@ -474,11 +339,12 @@ impl Audit {
                 if !policy.covers(&group, &version, &resource) {
                     continue;
                 }
-                let mode = if policy.metadata.background_audit || self.requester.user.is_some() {
-                    Mode::Plain
-                } else {
-                    Mode::RequesterFree
-                };
+                let mode =
+                    if policy.module.metadata.background_audit || self.requester.user.is_some() {
+                        Mode::Plain
+                    } else {
+                        Mode::RequesterFree
+                    };
                 tasks.push(Task {
                     object,
                     subject: subject.clone(),
@@ -507,7 +373,7 @@ impl Audit {
     }
 
     /// One module's evaluations of `batch` in one instance
-    /// ([`Policy::validate_batch`]), or one by one when the module cannot
+    /// ([`olm_guard_evaluator::Policy::validate_batch`]), or one by one when the module cannot
     /// (no `validate_batch`, or the batch hit a limit), so a result is never
     /// lost to its neighbours.
     fn evaluate_batch(
@@ -520,10 +386,11 @@ impl Audit {
             return Vec::new();
         };
         let policy = &self.policies[first.policy];
+        let module = &policy.module;
         if self.batched {
-            match policy
+            match module
                 .policy
-                .validate_batch(requests, &policy.settings, cluster.clone())
+                .validate_batch(requests, &module.settings, cluster.clone())
             {
                 Ok(responses) => {
                     return tasks
@@ -539,9 +406,9 @@ impl Audit {
             .iter()
             .zip(requests)
             .map(|(task, request)| {
-                let answer = policy
+                let answer = module
                     .policy
-                    .validate(request, &policy.settings, cluster.clone())
+                    .validate(request, &module.settings, cluster.clone())
                     .map(|evaluation| evaluation.response);
                 self.finding(task, answer)
             })
@@ -551,7 +418,7 @@ impl Audit {
     /// The result of one evaluation: what the module answered, or why it
     /// could not.
     fn finding(&self, task: &Task<'_>, answer: Result<AdmissionResponse, CallError>) -> Finding {
-        let policy = &self.policies[task.policy];
+        let policy = &self.policies[task.policy].module;
         let location = self
             .snapshot
             .location(&ObjectRef {

@@ -2,12 +2,9 @@
 //! evaluated as Kubewarden's audit scanner evaluates stored objects
 //! (docs/audit.md).
 
-// `run` with several modules loads them, names objects and prints its
-// table with the audit's code.
-pub(crate) mod engine;
+mod engine;
 mod html;
 mod report;
-pub(crate) mod table;
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -16,14 +13,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
-use olm_guard_evaluator::input as admission;
-
-use crate::common::{LimitArgs, one_line, policies_dir};
-use engine::{Audit, Finding, Outcome, Progress, Requester};
+use crate::findings::{Finding, Outcome, table};
+use crate::limits::LimitArgs;
+use crate::modules::policies_dir;
+use crate::output::{one_line, write_json};
+use engine::{Audit, Progress, Requester};
 
 /// Exit codes, as `--help` lists them.
 const EXIT_VIOLATION: u8 = 1;
@@ -125,7 +122,7 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
 
 fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let settings = read_settings(&args.settings)?;
+    let settings = crate::settings::by_module(&args.settings)?;
     let (snapshot, load_findings) =
         engine::load_snapshot(&args.cluster, args.api_resources.as_deref())?;
     let runtime = args.limits.runtime()?;
@@ -152,13 +149,14 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     match args.output {
         Output::Table => {
             let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            let names: Vec<&str> = audit.policies.iter().map(|p| p.name.as_str()).collect();
+            let names: Vec<&str> = audit
+                .policies
+                .iter()
+                .map(|p| p.module.name.as_str())
+                .collect();
             table::write(&mut out, &names, &findings, args.show_pass, colour)?;
         }
-        Output::Json => {
-            serde_json::to_writer_pretty(&mut out, &to_json(&audit, &findings))?;
-            writeln!(out)?;
-        }
+        Output::Json => write_json(&mut out, &to_json(&audit, &findings))?,
         Output::Html => html::write(&mut out, &audit, &findings)?,
         Output::Report => report::write(&mut out, &audit, &findings, args.report_kind)?,
     }
@@ -186,27 +184,8 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `--settings name=file` → name → settings document.
-pub(crate) fn read_settings(pairs: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
-    let mut settings = BTreeMap::new();
-    for pair in pairs {
-        let Some((name, file)) = pair.split_once('=') else {
-            anyhow::bail!(
-                "--settings {pair}: expected <module>=<file>, e.g. catalog-union=cu.yaml"
-            );
-        };
-        let document = admission::read_document(std::path::Path::new(file))?;
-        let value = admission::settings_object(Some(document))
-            .with_context(|| format!("--settings {name}={file}"))?;
-        if settings.insert(name.to_string(), value).is_some() {
-            anyhow::bail!("--settings {name} is given twice");
-        }
-    }
-    Ok(settings)
-}
-
 /// How many results of each kind.
-pub(crate) fn counts(findings: &[Finding]) -> BTreeMap<Outcome, usize> {
+fn counts(findings: &[Finding]) -> BTreeMap<Outcome, usize> {
     let mut counts = BTreeMap::new();
     for finding in findings {
         *counts.entry(finding.result).or_insert(0) += 1;
@@ -238,11 +217,11 @@ fn to_json(audit: &Audit, findings: &[Finding]) -> Value {
             "groups": audit.requester.groups,
         })),
         "policies": audit.policies.iter().map(|p| json!({
-            "name": p.name,
-            "backgroundAudit": p.metadata.background_audit,
+            "name": p.module.name,
+            "backgroundAudit": p.module.metadata.background_audit,
             "severity": p.severity(),
             "category": p.category(),
-            "summary": summary_json(&findings.iter().filter(|f| f.policy == p.name).cloned().collect::<Vec<_>>()),
+            "summary": summary_json(&findings.iter().filter(|f| f.policy == p.module.name).cloned().collect::<Vec<_>>()),
         })).collect::<Vec<_>>(),
         "summary": summary_json(findings),
         "results": findings,

@@ -1,18 +1,18 @@
 //! `olm-guard test`: run scenario directories.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
 
-use olm_guard_evaluator::Policy;
 use olm_guard_evaluator::scenario::{self, PolicyStore};
 use olm_guard_evaluator::suite;
 
-use crate::common::{LimitArgs, display, one_line, policies_dir, truncate};
+use crate::limits::LimitArgs;
+use crate::modules::{SuiteModules, has_modules, policies_dir};
+use crate::output::{one_line, truncate, write_json, write_yaml, xml_escape};
+use crate::registry::RegistryArgs;
 use crate::session::SessionDirArgs;
 
 #[derive(Args)]
@@ -83,7 +83,7 @@ pub struct TestArgs {
     #[command(flatten)]
     pub sessions: SessionDirArgs,
     #[command(flatten)]
-    pub registry: crate::pull::RegistryArgs,
+    pub registry: RegistryArgs,
 }
 
 /// How `test` reports.
@@ -158,13 +158,7 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|dir| scenario::run_with(dir, &mut store, &sessions))
         .collect();
-    let mut modules = SuiteModules {
-        store,
-        by_path: HashMap::new(),
-        runtime: &runtime,
-        dist: &dist,
-        registry: &args.registry,
-    };
+    let mut modules = SuiteModules::new(store, &runtime, &dist, &args.registry);
     for (path, suite) in &suites {
         let selected = |label: &Path| matches(&label.to_path_buf());
         outcomes.extend(suite::run(path, suite, &selected, &mut modules));
@@ -192,10 +186,11 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
                 "passed": passed,
                 "failed": failed,
             });
+            let mut out = std::io::stdout().lock();
             if args.output == TestOutput::Json {
-                println!("{}", serde_json::to_string_pretty(&document)?);
+                write_json(&mut out, &document)?;
             } else {
-                print!("{}", serde_yaml_ng::to_string(&document)?);
+                write_yaml(&mut out, &document)?;
             }
         }
         TestOutput::Junit => print!("{}", junit(&outcomes, &found.incomplete)),
@@ -211,51 +206,6 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
-}
-
-/// A suite's modules: names from `--dist` (through the scenarios' store),
-/// paths relative to the suite and registry references, each compiled once.
-struct SuiteModules<'a> {
-    store: PolicyStore<'a>,
-    by_path: HashMap<PathBuf, Arc<Policy>>,
-    runtime: &'a olm_guard_runtime::Runtime,
-    dist: &'a Path,
-    registry: &'a crate::pull::RegistryArgs,
-}
-
-impl suite::ModuleSource for SuiteModules<'_> {
-    fn load(&mut self, module: &str, base: &Path) -> anyhow::Result<Arc<Policy>> {
-        if !module.contains("://") && !module.ends_with(".wasm") && !module.contains('/') {
-            let file = self.dist.join(format!("{module}.wasm"));
-            if !file.is_file() {
-                anyhow::bail!(
-                    "no module {module} in {} (its modules: {})",
-                    self.dist.display(),
-                    self.all()?.join(", ")
-                );
-            }
-            return self.store.get(module);
-        }
-        let file = if module.contains("://") {
-            crate::pull::local_policy(Path::new(module), self.registry)?
-        } else {
-            base.join(module)
-        };
-        if let Some(policy) = self.by_path.get(&file) {
-            return Ok(policy.clone());
-        }
-        let policy = Arc::new(Policy::load(self.runtime, &file, None)?);
-        self.by_path.insert(file, policy.clone());
-        Ok(policy)
-    }
-
-    fn all(&mut self) -> anyhow::Result<Vec<String>> {
-        Ok(crate::audit::engine::module_files(self.dist)?
-            .iter()
-            .filter_map(|path| path.file_stem())
-            .map(|stem| stem.to_string_lossy().into_owned())
-            .collect())
-    }
 }
 
 /// `--dist`, or the `dist/` of the project the first scenario tree is in:
@@ -288,14 +238,6 @@ fn dist_dir(args: &TestArgs) -> anyhow::Result<PathBuf> {
         "no dist/ with modules above {} or in the current directory: pass --dist DIR (the directory holding <policy>.wasm; `make dist` builds it)",
         first.display()
     )
-}
-
-fn has_modules(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries
-            .flatten()
-            .any(|e| e.path().extension().is_some_and(|x| x == "wasm"))
-    })
 }
 
 pub fn print_table(outcomes: &[scenario::Outcome]) {
@@ -407,21 +349,7 @@ pub fn junit(outcomes: &[scenario::Outcome], incomplete: &[(PathBuf, String)]) -
     xml
 }
 
-/// Text as XML character data or an attribute value; characters XML 1.0
-/// cannot hold (control characters a message might quote) become U+FFFD.
-pub(crate) fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
+/// A scenario directory as reports name it.
+fn display(dir: &Path) -> String {
+    dir.display().to_string()
 }

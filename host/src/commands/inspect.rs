@@ -11,7 +11,7 @@ use clap::Args;
 
 use olm_guard_runtime::metadata::{METADATA_SECTION, Metadata, annotation, custom_section};
 
-use crate::common::one_line;
+use crate::output::{one_line, write_json, write_yaml};
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -62,8 +62,8 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     match args.output {
-        InspectOutput::Json => println!("{}", serde_json::to_string_pretty(&document)?),
-        InspectOutput::Yaml => print!("{}", serde_yaml_ng::to_string(&document)?),
+        InspectOutput::Json => write_json(&mut std::io::stdout().lock(), &document)?,
+        InspectOutput::Yaml => write_yaml(&mut std::io::stdout().lock(), &document)?,
         InspectOutput::Text => {
             let metadata: Metadata = serde_json::from_value(document).with_context(|| {
                 format!("{}: the embedded metadata is not Kubewarden metadata; annotate the module again", args.module)

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use crate::pull::RegistryArgs;
+use crate::registry::RegistryArgs;
+use crate::verification::annotation;
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -81,17 +82,9 @@ pub enum SignFormat {
     Yaml,
 }
 
-/// `-a key=value`, as cosign takes it.
-pub fn annotation(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
-        _ => Err(format!("`{text}` is not key=value (write -a env=prod)")),
-    }
-}
-
 #[cfg(not(feature = "registry"))]
 pub fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
-    Err(crate::pull::without_registry(&args.reference))
+    Err(crate::registry::without_registry(&args.reference))
 }
 
 #[cfg(feature = "registry")]
@@ -100,6 +93,8 @@ pub fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
 
     use olm_guard_oci::PolicyRef;
     use olm_guard_signing::PrivateKey;
+
+    use crate::output::{write_json, write_yaml};
 
     let Some(key_path) = &args.key else {
         // What a keyless request gets: the reason, and the way that works.
@@ -150,11 +145,8 @@ pub fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
                 writeln!(out, "bundles {}{}", bundle.count, again(bundle.added))?;
             }
         }
-        SignFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &signed)?;
-            writeln!(out)?;
-        }
-        SignFormat::Yaml => write!(out, "{}", serde_yaml_ng::to_string(&signed)?)?,
+        SignFormat::Json => write_json(&mut out, &signed)?,
+        SignFormat::Yaml => write_yaml(&mut out, &signed)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,7 @@ use plotters::prelude::*;
 
 use olm_guard_bench::Report;
 
-use crate::bench_scale::ms;
+use super::scale::ms;
 
 /// Where `--plot` finds a TrueType font for its labels (Debian's
 /// fonts-dejavu-core, which Chromium pulls in; `scripts/test-deps.sh`

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use crate::pull::RegistryArgs;
+use crate::registry::RegistryArgs;
+use crate::verification::{VerificationArgs, annotation};
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -51,12 +52,12 @@ pub struct VerifyArgs {
     pub keys: Vec<PathBuf>,
     /// An annotation each -k signature must carry (repeatable).
     #[arg(short = 'a', long = "annotation", value_name = "KEY=VALUE",
-          value_parser = crate::sign::annotation, requires = "keys")]
+          value_parser = annotation, requires = "keys")]
     pub annotations: Vec<(String, String)>,
     #[command(flatten)]
     pub registry: RegistryArgs,
     #[command(flatten)]
-    pub verification: crate::pull::VerificationArgs,
+    pub verification: VerificationArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = VerifyFormat::Text)]
     pub output: VerifyFormat,
@@ -74,7 +75,7 @@ pub enum VerifyFormat {
 
 #[cfg(not(feature = "registry"))]
 pub fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    Err(crate::pull::without_registry(&args.reference))
+    Err(crate::registry::without_registry(&args.reference))
 }
 
 #[cfg(feature = "registry")]
@@ -83,6 +84,8 @@ pub fn verify(mut args: VerifyArgs) -> anyhow::Result<ExitCode> {
 
     use olm_guard_oci::PolicyRef;
     use olm_guard_signing::{PublicKey, VerificationConfig};
+
+    use crate::output::{write_json, write_yaml};
 
     args.registry.verification_config = args.verification.verification_config.clone();
     let reference = PolicyRef::parse(&args.reference)?;
@@ -102,7 +105,7 @@ pub fn verify(mut args: VerifyArgs) -> anyhow::Result<ExitCode> {
             )
         }
     };
-    let report = crate::verification::check(&reference, &args.registry.options(), &config)?;
+    let report = olm_guard_oci::check_signatures(&reference, &args.registry.options(), &config)?;
     let mut out = std::io::stdout().lock();
     match args.output {
         VerifyFormat::Text => {
@@ -149,11 +152,8 @@ pub fn verify(mut args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
-        VerifyFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &report)?;
-            writeln!(out)?;
-        }
-        VerifyFormat::Yaml => write!(out, "{}", serde_yaml_ng::to_string(&report)?)?,
+        VerifyFormat::Json => write_json(&mut out, &report)?,
+        VerifyFormat::Yaml => write_yaml(&mut out, &report)?,
     }
     if report.verified {
         return Ok(ExitCode::SUCCESS);

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
 
-use super::engine::{Audit, Finding, Outcome, SNAPSHOT_POLICY};
+use super::engine::Audit;
+use crate::findings::{Finding, Outcome, SNAPSHOT_POLICY};
 
 const STYLE: &str = "\
 body{font-family:system-ui,sans-serif;margin:2rem;color:#1b1f24;background:#fff}

@@ -13,7 +13,7 @@ use serde_json::Value;
 use olm_guard_native::policies::{GenerateError, RULES};
 use olm_guard_native::render;
 
-use crate::common::SnapshotArgs;
+use crate::snapshot::SnapshotArgs;
 
 #[derive(Args)]
 #[command(after_help = "\

@@ -1,0 +1,53 @@
+//! Reading what is evaluated: an AdmissionReview or AdmissionRequest file
+//! (`--request`), and the objects of a manifest (`--object`, `-` for
+//! stdin; `--old-object`), each labelled with its file and document for
+//! messages.
+
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use olm_guard_evaluator::input as admission;
+
+/// The AdmissionRequest of a `--request` file: a review's `request`, or the
+/// bare request; an error names the file.
+pub fn request_file(path: &Path) -> anyhow::Result<Value> {
+    admission::admission_request(admission::read_document(path)?)
+        .with_context(|| path.display().to_string())
+}
+
+/// Every object of a manifest file (`-`: stdin), labelled `file: document N`
+/// (`: items[M]` inside a List); a document that is not an object is an error
+/// naming it.
+pub fn objects_of(path: &Path) -> anyhow::Result<Vec<(String, Value)>> {
+    let (source, text) = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the object from stdin")?;
+        ("<stdin>".to_string(), text)
+    } else {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        (path.display().to_string(), text)
+    };
+    Ok(olm_guard_evaluator::preflight::manifest_documents(
+        &source, &text,
+    )?)
+}
+
+/// The one object of an `--old-object` file, with its label; a file with
+/// none or several is an error saying how many it holds.
+pub fn old_object(path: &Path) -> anyhow::Result<(String, Value)> {
+    let mut objects = objects_of(path)?;
+    let count = objects.len();
+    match (objects.pop(), count) {
+        (Some(object), 1) => Ok(object),
+        _ => bail!(
+            "{}: --old-object must hold one object, found {count}",
+            path.display()
+        ),
+    }
+}
