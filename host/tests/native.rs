@@ -253,3 +253,48 @@ fn crd_patches_are_written_against_the_crd_given_and_keep_its_rules() {
     assert!(default.status.success(), "{default:?}");
     assert!(!String::from_utf8_lossy(&default.stderr).contains("crd-patch"));
 }
+
+#[test]
+fn actions_warn_writes_the_roll_out_form() {
+    let out = tempfile::tempdir().unwrap();
+    let output = olm_guard(&[
+        "scaffold",
+        "vap",
+        "all",
+        "--actions",
+        "warn",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let written = files(out.path());
+    assert!(
+        written.iter().all(|f| f.ends_with(".yaml")),
+        "a CRD patch has no warn-only form: {written:?}"
+    );
+    for file in &written {
+        let text = std::fs::read_to_string(out.path().join(file)).unwrap();
+        assert!(text.contains("--actions warn"), "{file}");
+        let mut bindings = 0;
+        for document in serde_yaml_ng::Deserializer::from_str(&text) {
+            let value: serde_json::Value = serde::Deserialize::deserialize(document).unwrap();
+            if value["kind"] == "ValidatingAdmissionPolicyBinding" {
+                bindings += 1;
+                let actions = &value["spec"]["validationActions"];
+                assert!(
+                    actions == &serde_json::json!(["Warn", "Audit"])
+                        || actions == &serde_json::json!(["Warn"]),
+                    "{file}: {actions}"
+                );
+            }
+        }
+        assert!(bindings > 0, "{file}");
+    }
+    let sizes = olm_guard(&["scaffold", "vap", "all", "--sizes"]);
+    assert!(sizes.status.success(), "{sizes:?}");
+    let table = String::from_utf8_lossy(&sizes.stdout);
+    assert!(
+        table.contains("| olm-guard-catalog-union |") && table.contains("compile (ms)"),
+        "{table}"
+    );
+}

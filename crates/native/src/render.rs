@@ -174,3 +174,38 @@ pub fn checks_table(rules: &[&str]) -> String {
     }
     out
 }
+
+/// Each policy of `natives` as a Markdown table row: its size as written
+/// (YAML bytes and lines), its expressions (variables, validations,
+/// messageExpressions), and how long this crate's CEL front end (the `cel`
+/// crate's parser and this crate's checks, not cel-go's type checker) takes
+/// to compile it on this machine.
+pub fn sizes_table(natives: &[Native]) -> Result<String, crate::admission::PolicyError> {
+    let mut out = String::from(
+        "| policy | YAML bytes | YAML lines | variables | validations | messageExpressions | \
+         compile (ms) |\n|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for native in natives {
+        for bound in &native.policies {
+            let text = yaml(&wrapped(bound).policy);
+            let started = std::time::Instant::now();
+            crate::admission::Policies::compile(std::slice::from_ref(bound))?;
+            let compile = started.elapsed().as_secs_f64() * 1000.0;
+            let spec = &bound.policy.spec;
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {compile:.1} |",
+                bound.policy.metadata.name,
+                text.len(),
+                text.lines().count(),
+                spec.variables.len(),
+                spec.validations.len(),
+                spec.validations
+                    .iter()
+                    .filter(|v| v.message_expression.is_some())
+                    .count(),
+            );
+        }
+    }
+    Ok(out)
+}

@@ -429,7 +429,7 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
         &fields
             .iter()
             .map(|f| {
-                let (parent, field) = f.rsplit_once('.').unwrap_or(("", f));
+                let (parent, _) = f.rsplit_once('.').unwrap_or(("", f));
                 let present = if parent == s {
                     format!("has({f})")
                 } else {

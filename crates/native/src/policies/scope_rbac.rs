@@ -164,19 +164,38 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
             urls = list("r", "nonResourceURLs"),
         ),
     ));
-    // One authorizer check per atom, each in its own expression (one check
-    // is 350,000 of an expression's 1,000,000).
+    // Each atom's fields, then one authorizer check per atom, each in its
+    // own expression (one check is 350,000 of an expression's 1,000,000).
     for k in 0..MAX_ATOMS {
+        variables.push(named(
+            &format!("atom{k}"),
+            &format!("size(variables.atoms) > {k} ? variables.atoms[{k}].split('{US}') : []"),
+        ));
         variables.push(named(
             &format!("holds{k}"),
             &format!(
-                "size(variables.atoms) <= {k} || (variables.atoms[{k}].split('{US}')[4] != '' ? \
-                 authorizer.path(variables.atoms[{k}].split('{US}')[4]).check(variables.atoms[{k}]\
-                 .split('{US}')[0]).allowed() : {resource_check})",
+                "size(variables.atom{k}) == 0 || ({url} != '' ? \
+                 authorizer.path({url}).check({verb}).allowed() : {resource_check})",
+                url = atom_field(k, 4),
+                verb = atom_field(k, 0),
                 resource_check = resource_check(k),
             ),
         ));
     }
+    // The denial naming each atom, for the messages (which read no
+    // authorizer-backed variable).
+    variables.push(named(
+        "notHeld",
+        &format!(
+            "variables.atoms.map(a, a.split('{US}')).map(a, 'ScopeTemplate \"' + variables.name + \
+             '\": ' + {user} + ' is attempting to grant RBAC permissions not currently held \
+             cluster-wide through oria, which creates these ClusterRoles with its own escalate \
+             permission: ' + {missing} + '. Remove those rules from the template, or have it \
+             created by someone who holds them cluster-wide or may escalate clusterroles')",
+            user = user_text(),
+            missing = missing_atom("a"),
+        ),
+    ));
     let mut validations = vec![
         Validation {
             expression: "size(variables.problems) == 0".into(),
@@ -220,14 +239,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                     .into(),
             ),
             message_expression: Some(format!(
-                "size(variables.atoms) <= {k} ? '' : 'ScopeTemplate \"' + variables.name + '\": ' + \
-                 {user} + ' is attempting to \
-                 grant RBAC permissions not currently held cluster-wide through oria, which \
-                 creates these ClusterRoles with its own escalate permission: ' + {missing} + '. \
-                 Remove those rules from the template, or have it created by someone who holds \
-                 them cluster-wide or may escalate clusterroles'",
-                user = user_text(),
-                missing = missing_atom(k),
+                "size(variables.atom{k}) == 0 ? '' : variables.notHeld[{k}]"
             )),
             reason: Some("Forbidden".into()),
         });
@@ -269,7 +281,7 @@ const RS: &str = "\\u001e";
 /// Field `i` of atom `k` (0 verb, 1 group, 2 resource, 3 name, 4 URL,
 /// 5 entry).
 fn atom_field(k: usize, i: usize) -> String {
-    format!("variables.atoms[{k}].split('{US}')[{i}]")
+    format!("variables.atom{k}[{i}]")
 }
 
 /// The authorizer check of resource atom `k`: a subresource (`pods/log`)
@@ -287,17 +299,13 @@ fn resource_check(k: usize) -> String {
     )
 }
 
-/// Atom `k` as the module names a missing rule: `spec.clusterRoles entry
+/// An atom's fields (the CEL list `a`) as the module names a missing rule:
+/// `spec.clusterRoles entry
 /// "x" needs [{APIGroups:["g"], Resources:["r"], Verbs:["v"]}]`.
-fn missing_atom(k: usize) -> String {
-    let (verb, group, resource, name, url, entry) = (
-        atom_field(k, 0),
-        atom_field(k, 1),
-        atom_field(k, 2),
-        atom_field(k, 3),
-        atom_field(k, 4),
-        atom_field(k, 5),
-    );
+fn missing_atom(a: &str) -> String {
+    let field = |i: usize| format!("{a}[{i}]");
+    let (verb, group, resource, name, url, entry) =
+        (field(0), field(1), field(2), field(3), field(4), field(5));
     format!(
         "('spec.clusterRoles entry \"' + {entry} + '\" needs [' + ({url} != '' ? \
          '{{NonResourceURLs:[\"' + {url} + '\"], Verbs:[\"' + {verb} + '\"]}}' : \

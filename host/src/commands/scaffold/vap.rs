@@ -24,6 +24,8 @@ Examples:
   olm-guard scaffold vap aggregation-escalation --cluster <(kubectl get clusterroles -o yaml)
   olm-guard scaffold vap group-authorization --settings group-authorization=require.yaml \
       --crd <(kubectl get crd clusterobjectsets.olm.operatorframework.io -o yaml) -o spec-group
+  olm-guard scaffold vap all --actions warn -o first-look   # roll-out: warn and audit, deny nothing
+  olm-guard scaffold vap all --sizes      # each policy's size and compile time, as Markdown
   olm-guard scaffold vap --table          # what each rule enforces natively, as Markdown
 
 With -o, each rule gets <rule>.yaml (policies and bindings) and, where the
@@ -32,6 +34,11 @@ listed on stderr with `kubectl patch crd <name> --type json --patch-file
 <file>`. A patch is written against the CRD given with --crd (or found in
 --cluster), else against the upstream copy olm-guard ships; it appends to
 the validation rules the CRD has and never replaces them.
+
+--actions warn writes the roll-out form: every binding that would deny warns
+the client and annotates the audit log instead (validationActions [Warn,
+Audit]), and no CRD patch is written. Apply it first, read the warnings and
+the audit log, then apply the default (deny) form.
 
 A rule with no native form (og-intersection), or settings only the module
 can honour (a mutation such as backfillGroupFromLabel), is reported on
@@ -62,6 +69,23 @@ pub struct VapArgs {
     /// Print the table of every rule's checks, native or module-only.
     #[arg(long)]
     pub table: bool,
+    /// What the bindings do with a request a policy refuses: deny it, or
+    /// (for a first look on a cluster) warn and audit.
+    #[arg(long, value_enum, default_value_t = Actions::Deny)]
+    pub actions: Actions,
+    /// Print each generated policy's size and compile time (Markdown)
+    /// instead of the policies.
+    #[arg(long, conflicts_with = "output_dir")]
+    pub sizes: bool,
+}
+
+/// `--actions`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Actions {
+    /// `validationActions: [Deny]`.
+    Deny,
+    /// `validationActions: [Warn, Audit]`, and no CRD patch.
+    Warn,
 }
 
 /// The command line that writes `deploy/native/`, named in each file.
@@ -85,6 +109,7 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
             .extend(read_crds(file)?);
     }
     let mut written = Vec::new();
+    let mut generated = Vec::new();
     for rule in &rules {
         let rule_settings = settings
             .iter()
@@ -99,7 +124,17 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
             }
             Err(e) => bail!("{e}"),
         };
-        let command = format!("{COMMAND} {rule}");
+        let (native, command) = match args.actions {
+            Actions::Deny => (native, format!("{COMMAND} {rule}")),
+            Actions::Warn => (
+                native.warn_only(),
+                format!("{COMMAND} {rule} --actions warn"),
+            ),
+        };
+        if args.sizes {
+            generated.push(native);
+            continue;
+        }
         let yaml = render::policies_yaml(&native, &command);
         match &args.output_dir {
             None => print!("{yaml}"),
@@ -113,6 +148,9 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+    }
+    if args.sizes {
+        print!("{}", render::sizes_table(&generated)?);
     }
     for path in written {
         eprintln!("wrote {}", path.display());
