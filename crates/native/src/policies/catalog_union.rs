@@ -516,10 +516,12 @@ fn union_variables(s: &str, p: &str) -> Vec<NamedExpression> {
         named(
             &format!("{p}Replacement"),
             &format!(
-                "{image} ? 'spec.catalogImageSource.catalogImage: \"' + {img} + '\"' : \
+                "{image} && !{gpc} ? 'spec.catalogImageSource: {{\"catalogImage\":\"' + {img} + \
+                 '\"}}' : {image} ? 'spec.catalogImageSource.catalogImage: \"' + {img} + '\"' : \
                  {source_type} == 'grpc' ? 'spec.catalogServiceSource: {{\"address\":\"' + \
                  {addr} + '\"}}' : 'spec.configMapSource: {{\"configMap\":\"' + {cm} + '\"}}'",
                 image = present("image"),
+                gpc = present("grpcPodConfig"),
                 img = string_of("image"),
                 addr = string_of("address"),
                 cm = string_of("configMap"),

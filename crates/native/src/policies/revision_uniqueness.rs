@@ -10,7 +10,7 @@
 use olm_guard_olm::cluster_object_set::{
     API_VERSION, GROUP, KIND, OWNER_NAME_LABEL, RESOURCE, SET_GROUP_FIX,
 };
-use olm_guard_rules::revision_uniqueness::Settings;
+use olm_guard_rules::revision_uniqueness::{KEPT, Settings};
 
 use super::{Check, Enforcement, GenerateError, Native, cel_string};
 use crate::model::{
@@ -177,11 +177,13 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
             message_expression: Some(format!(
                 "variables.group == '' ? 'metadata.name should be <group>-<revision> (setting \
                  requireNameSuffix), but this ClusterObjectSet is in no revision group (it has \
-                 neither spec.group nor the label {OWNER_NAME_LABEL}); the update is allowed \
-                 because it keeps the revision as it was stored' : 'metadata.name should be \"' + \
-                 variables.expectedName + '\" (<group>-<revision>, setting requireNameSuffix) \
-                 but it is \"' + variables.name + '\"; the update is allowed because it keeps \
-                 the revision as it was stored'"
+                 neither spec.group nor the label {OWNER_NAME_LABEL}); {KEPT}. New revisions \
+                 need a group and the name <group>-<revision>; names cannot change, so replace \
+                 this one by a ClusterObjectSet created with both' : 'metadata.name should be \"' \
+                 + variables.expectedName + '\" (<group>-<revision>, setting requireNameSuffix) \
+                 but it is \"' + variables.name + '\"; {KEPT}. Names cannot change: to comply, \
+                 delete this ClusterObjectSet and create it again as \"' + variables.expectedName \
+                 + '\"'"
             )),
             reason: None,
         });
@@ -257,15 +259,17 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         Validation {
             expression: "!variables.keepsSlot || !variables.clash".into(),
             message: Some("spec.revision is also used by another ClusterObjectSet".into()),
-            message_expression: Some(
-                "'spec.revision ' + string(variables.revision) + ' of group \"' + variables.group \
-                 + '\" is also used by ClusterObjectSet \"' + params.metadata.name + '\": two \
-                 revisions with one number fight over the same objects without end; the update is \
-                 allowed because it keeps the revision as it was stored. Revisions cannot change, \
-                 so delete one of the two ClusterObjectSets (\"' + variables.name + '\" or \"' + \
-                 params.metadata.name + '\")'"
-                    .into(),
-            ),
+            message_expression: Some(format!(
+                "'spec.revision ' + string(variables.revision) + ' of group \"' + \
+                     variables.group + '\" is also used by ClusterObjectSet \"' + \
+                     params.metadata.name + '\"' + (has(params.spec.lifecycleState) ? ', \
+                     lifecycleState ' + params.spec.lifecycleState : '') + \
+                     (has(params.spec.group) ? '' : ', grouped by its label \
+                     {OWNER_NAME_LABEL}') + ': two revisions with one number fight over the same \
+                     objects without end; {KEPT}. Revisions cannot change, so delete one of the \
+                     two ClusterObjectSets (\"' + variables.name + '\" or \"' + \
+                     params.metadata.name + '\")'"
+            )),
             reason: None,
         },
         "Warn",

@@ -9,8 +9,9 @@ use olm_guard_olm::cluster_object_set::{
 use super::naming::NameProblem;
 use super::survey::GroupSurvey;
 
-/// Why an UPDATE that keeps its slot is allowed despite a warning.
-const KEPT: &str = "the update is allowed because it changes neither the group nor the \
+/// Why an UPDATE that keeps its slot is allowed despite a warning (the
+/// native policy's warnings say it too).
+pub const KEPT: &str = "the update is allowed because it changes neither the group nor the \
                     revision of this existing ClusterObjectSet";
 
 /// Rule 1: no revision; the setting that would fill it is named on CREATE.

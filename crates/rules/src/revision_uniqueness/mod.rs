@@ -1,6 +1,7 @@
 #![doc = include_str!("../../../../policies/revision-uniqueness/README.md")]
 
 mod messages;
+pub use messages::KEPT;
 mod naming;
 mod numbering;
 mod slot;
