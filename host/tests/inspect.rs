@@ -231,3 +231,24 @@ fn annotate_refuses_an_undeclared_host_capability_and_warns_on_an_unused_one() {
     );
     assert!(written.exists());
 }
+
+#[test]
+fn a_module_is_named_as_every_other_command_names_it() {
+    // A name in --dist, as its help's first example.
+    let dist = root().join("dist");
+    let by_name = olm_guard(&[
+        "inspect".as_ref(),
+        "catalog-union".as_ref(),
+        "--dist".as_ref(),
+        dist.as_os_str(),
+    ]);
+    let by_path = inspect(&module("catalog-union"), "text");
+    assert_eq!(stdout(&by_name), stdout(&by_path));
+    let missing = olm_guard(&[
+        "inspect".as_ref(),
+        "no-such-module".as_ref(),
+        "--dist".as_ref(),
+        dist.as_os_str(),
+    ]);
+    assert!(one_line_error(&missing).contains("make dist"));
+}

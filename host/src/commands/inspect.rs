@@ -3,7 +3,7 @@
 //! by default, or the embedded document itself with `-o json|yaml`.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -12,6 +12,7 @@ use clap::Args;
 use olm_guard_runtime::metadata::{METADATA_SECTION, Metadata, annotation, custom_section};
 
 use crate::output::{one_line, write_json, write_yaml};
+use crate::registry::RegistryArgs;
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -23,8 +24,15 @@ Examples:
 Exit codes: 0 printed; 2 the module cannot be read or pulled, or its
 embedded metadata is unreadable.")]
 pub struct InspectArgs {
-    /// The module: a `.wasm` file.
+    /// The module: a name in `--dist`, a `.wasm` path, or a `registry://`
+    /// reference.
     pub module: String,
+    /// Where module names are looked up.
+    #[arg(long, default_value = "dist")]
+    pub dist: PathBuf,
+    /// How a `registry://` module is fetched.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// `text`: a readable summary; `json`/`yaml`: the embedded metadata
     /// document itself (usage text included).
     #[arg(short, long, value_enum, default_value_t = InspectOutput::Text)]
@@ -44,7 +52,9 @@ pub enum InspectOutput {
 const LONG_VALUE: usize = 200;
 
 pub fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    let wasm = module_bytes(&args.module)?;
+    let path = crate::modules::resolve(&args.module, &args.dist)?;
+    let path = crate::registry::local_module(&path, &args.registry)?;
+    let wasm = module_bytes(&path.display().to_string())?;
     let section = custom_section(&wasm, METADATA_SECTION)
         .with_context(|| format!("{} is not a wasm module", args.module))?
         .with_context(|| {
