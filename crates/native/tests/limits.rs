@@ -178,7 +178,7 @@ fn rule_comparisons_are_decided_up_to_the_stated_limits_and_larger_ones_say_so()
     // Changed-rule atoms x stored rules: 35 x 7 x 100 = 24,500 is judged
     // (everything is covered: allowed), 36 x 7 x 100 = 25,200 is not.
     let limit = aggregation_escalation::MAX_ATOM_PAIRS;
-    assert!(35 * 7 * 100 <= limit && 36 * 7 * 100 > limit);
+    assert!((35 * 7 * 100..36 * 7 * 100).contains(&limit));
     for options in versions() {
         let (outcome, most) = decided(&policies, &walk(100, 35, 7), options);
         assert!(matches!(outcome, Outcome::Allowed { .. }), "{outcome:?}");
@@ -188,7 +188,7 @@ fn rule_comparisons_are_decided_up_to_the_stated_limits_and_larger_ones_say_so()
     }
     // New x stored rules: 701 x 700 = 490,700 is judged, 711 x 710 is not.
     let limit = aggregation_escalation::MAX_RULE_PAIRS;
-    assert!(701 * 700 <= limit && 711 * 710 > limit);
+    assert!((701 * 700..711 * 710).contains(&limit));
     let (outcome, most) = decided(&policies, &walk(700, 1, 1), Options::default());
     assert!(matches!(outcome, Outcome::Allowed { .. }), "{outcome:?}");
     assert!(most < PER_CALL_LIMIT, "{most}");
