@@ -96,6 +96,17 @@ pub trait Params {
     fn params(&self, api_version: &str, kind: &str, selector: &Json) -> Vec<Json>;
 }
 
+/// No parameter resources: what the generated policies need, since none of
+/// them binds a `paramKind`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoParams;
+
+impl Params for NoParams {
+    fn params(&self, _: &str, _: &str, _: &Json) -> Vec<Json> {
+        Vec::new()
+    }
+}
+
 /// Which API server to be: its version, and the
 /// `StrictCostEnforcementForVAP` gate (beta, off by default, on 1.30 and
 /// 1.31; GA and locked on from 1.32).

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use olm_guard_core::UserInfo;
 use olm_guard_core::protocol::ResourceAttributes;
 use olm_guard_native::admission::{
-    Action, Evaluation, OUT_OF_BUDGET, Options, Outcome, Params, Phase, Policies, evaluate,
+    Action, Evaluation, NoParams, OUT_OF_BUDGET, Options, Outcome, Params, Phase, Policies,
+    evaluate,
 };
 use olm_guard_native::authorizer::{Authorize, AuthorizerError};
 use olm_guard_native::cost::KubernetesVersion;
@@ -44,13 +45,6 @@ impl Authorize for Fake {
     fn non_resource(&self, _: &UserInfo, verb: &str, path: &str) -> Result<bool, AuthorizerError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         Ok(verb == "get" && path == "/healthz")
-    }
-}
-
-struct NoParams;
-impl Params for NoParams {
-    fn params(&self, _: &str, _: &str, _: &Value) -> Vec<Value> {
-        Vec::new()
     }
 }
 

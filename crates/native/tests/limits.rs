@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use olm_guard_core::UserInfo;
 use olm_guard_core::protocol::ResourceAttributes;
-use olm_guard_native::admission::{EvaluationReport, Outcome, Params, Policies};
+use olm_guard_native::admission::{EvaluationReport, NoParams, Outcome, Policies};
 use olm_guard_native::authorizer::{Authorize, AuthorizerError};
 use olm_guard_native::cost::PER_CALL_LIMIT;
 use olm_guard_native::policies::{aggregation_escalation, catalog_union, scope_rbac};
@@ -31,14 +31,6 @@ impl Authorize for Ordinary {
 
     fn non_resource(&self, _: &UserInfo, _: &str, _: &str) -> Result<bool, AuthorizerError> {
         Ok(false)
-    }
-}
-
-struct NoParams;
-
-impl Params for NoParams {
-    fn params(&self, _: &str, _: &str, _: &Value) -> Vec<Value> {
-        Vec::new()
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use olm_guard_core::UserInfo;
 use olm_guard_core::protocol::ResourceAttributes;
-use olm_guard_native::admission::{Outcome, Params, Policies};
+use olm_guard_native::admission::{NoParams, Outcome, Policies};
 use olm_guard_native::authorizer::{Authorize, AuthorizerError};
 use olm_guard_native::{generate, policies::RULES};
 
@@ -22,14 +22,6 @@ impl Authorize for Nobody {
 
     fn non_resource(&self, _: &UserInfo, _: &str, _: &str) -> Result<bool, AuthorizerError> {
         Ok(false)
-    }
-}
-
-struct NoParams;
-
-impl Params for NoParams {
-    fn params(&self, _: &str, _: &str, _: &Value) -> Vec<Value> {
-        Vec::new()
     }
 }
 

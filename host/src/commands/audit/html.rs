@@ -8,6 +8,9 @@ use std::io::Write;
 
 use super::engine::Audit;
 use crate::findings::{Finding, Outcome, SNAPSHOT_POLICY};
+// HTML text and attribute values escape as XML's do (`&apos;` is HTML5's too,
+// and the control characters it replaces are not allowed in HTML either).
+use crate::output::xml_escape as escape;
 
 const STYLE: &str = "\
 body{font-family:system-ui,sans-serif;margin:2rem;color:#1b1f24;background:#fff}
@@ -29,22 +32,6 @@ fn colour(outcome: Outcome) -> &'static str {
         Outcome::Error => "#8250df",
         Outcome::Skip => "#0969da",
     }
-}
-
-/// `&`, `<`, `>`, `"` and `'` escaped, for text and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 type Counts = BTreeMap<String, [usize; 5]>;
