@@ -11,8 +11,10 @@
 # - fonts-dejavu-core: the font `olm-guard bench --scale --plot` labels its
 #   PNG with (host/src/commands/bench/plot.rs);
 # - nodejs, npm: sigstore-js, the independent verifier of the bundle layout
-#   (host/tests/signing.rs), installed by `npm ci` from its lockfile in
-#   host/tests/sigstore-js (npm's registry, no root needed).
+#   (host/tests/signing.rs), and cel-js, the second CEL implementation that
+#   type-checks the generated policies (crates/native/tests/cel_js.rs), each
+#   installed by `npm ci` from its lockfile in host/tests/sigstore-js and
+#   crates/native/tests/cel-js (npm's registry, no root needed).
 #
 # Installed when missing and we are root with apt-get. Otherwise the script
 # exits 1 naming each missing package and the command that installs it: the
@@ -46,20 +48,28 @@ missing_packages() {
   echo "$out"
 }
 
-# sigstore-js from its lockfile, once npm is there.
-sigstore_js() {
-  js="$(dirname "$0")/../host/tests/sigstore-js"
-  [ -d "$js/node_modules/@sigstore/verify" ] && return 0
+# The npm packages the tests run, each from its lockfile, once npm is there:
+# sigstore-js, then cel-js.
+npm_packages() {
+  root="$(dirname "$0")/.."
+  npm_ci "$root/host/tests/sigstore-js" @sigstore/verify "the signing tests need sigstore-js"
+  npm_ci "$root/crates/native/tests/cel-js" @marcbachmann/cel-js \
+    "the native policies' type check needs cel-js"
+}
+
+# npm ci in $1 unless $2 is installed there already; $3 says what needs it.
+npm_ci() {
+  [ -d "$1/node_modules/$2" ] && return 0
   $check_only && return 0
-  npm ci --prefix "$js" --no-audit --no-fund >/dev/null || {
-    echo "test-deps: npm ci in host/tests/sigstore-js failed (above): the signing tests" \
-         "need sigstore-js; run it again once npm's registry answers" >&2
+  npm ci --prefix "$1" --no-audit --no-fund >/dev/null || {
+    echo "test-deps: npm ci in $1 failed (above): $3; run it again once npm's" \
+         "registry answers" >&2
     exit 1
   }
 }
 
 missing=$(missing_packages)
-[ -z "$missing" ] && { sigstore_js; exit 0; }
+[ -z "$missing" ] && { npm_packages; exit 0; }
 
 if [ "$(id -u)" != 0 ]; then
   echo "test-deps: missing Debian packages:$missing (the tests that need them fail" \
@@ -101,4 +111,4 @@ if [ -n "$left" ]; then
   exit 1
 fi
 echo "test-deps: installed$missing"
-sigstore_js
+npm_packages

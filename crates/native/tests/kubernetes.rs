@@ -12,34 +12,12 @@ use serde_json::{Value, json};
 
 use olm_guard_native::admission::{Policies, RuleError, evaluate_crd_rule};
 use olm_guard_native::cost;
+use olm_guard_native::generate;
 use olm_guard_native::model::BoundPolicy;
-use olm_guard_native::policies::{GenerateError, RULES};
-use olm_guard_native::{Native, generate};
 
-/// Each rule's native form with its default settings and with every
-/// setting the native form honours turned on.
-fn every_native_form() -> Vec<Native> {
-    let variants = [
-        json!(null),
-        json!({"warnLegacy": true}),
-        json!({"allowLegacy": false}),
-        json!({"requireNameSuffix": true}),
-        json!({"forbidClusterScopedResources": true}),
-        json!({"allowFeeding": ["admin"]}),
-    ];
-    let mut forms = Vec::new();
-    for rule in RULES {
-        for settings in &variants {
-            match generate(rule, settings, None) {
-                Ok(native) => forms.push(native),
-                Err(GenerateError::Settings { .. } | GenerateError::ModuleOnly { .. }) => {}
-                Err(e) => panic!("{rule} {settings}: {e}"),
-            }
-        }
-    }
-    assert!(forms.len() >= 9, "only {} native forms", forms.len());
-    forms
-}
+mod common;
+
+use common::every_native_form;
 
 /// `value` read as `T` and written back: equal to `value` when every field
 /// is one Kubernetes knows.
