@@ -23,9 +23,8 @@ class GroupCheck {}
 class ResourceCheck {}
 class Decision {}
 
-function environment() {
-  // Kubernetes does not ask for homogeneous list and map literals.
-  const env = new Environment({homogeneousAggregateLiterals: false})
+function environment(homogeneous) {
+  const env = new Environment({homogeneousAggregateLiterals: homogeneous})
   for (const [name, ctor] of Object.entries({Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision})) {
     env.registerType(name, ctor)
   }
@@ -75,37 +74,54 @@ function error(result) {
   return String(result.error ?? 'refused').split('\n')[0]
 }
 
+// Kubernetes' base environment asks for homogeneous list and map literals
+// (k8s.io/apiserver pkg/cel/environment/base.go:
+// cel.HomogeneousAggregateLiterals), where cel-go still joins `dyn` with any
+// element type (checker.go joinTypes: dyn is assignable to every type), as
+// in `[dyn(1), 'a']`. cel-js refuses that mix too; so a refusal that names
+// `dyn` as one of the two element types is checked again without the
+// homogeneous rule, for everything else.
+const DYN_MIX = /(List elements must have the same type|Map (key|value) uses wrong type), expected type '([^']*)' but found '([^']*)'/
+
+function checked_in(makeEnv, expression) {
+  const result = makeEnv(true).check(expression)
+  const mix = !result.valid && DYN_MIX.exec(error(result))
+  if (mix && (mix[3] === 'dyn' || mix[4] === 'dyn')) return makeEnv(false).check(expression)
+  return result
+}
+
 let input = ''
 for await (const chunk of process.stdin) input += chunk
 const {policies} = JSON.parse(input)
 let checked = 0
 const refused = []
-for (const [index, policy] of policies.entries()) {
-  // Each policy its own environment: its variables are its own type.
-  const env = environment()
-  for (const {where, expression} of policy.matchConditions) {
-    checked++
-    const result = env.check(expression)
-    if (!result.valid) refused.push({policy: policy.name, where, error: error(result)})
+let types = 0
+// An environment whose `variables` has `fields`: cel-js declares a type
+// once, so each check gets an environment of its own.
+function withVariables(fields) {
+  return homogeneous => {
+    const env = environment(homogeneous)
+    const name = `Variables${types++}`
+    env.registerType(name, {fields: {...fields}})
+    env.registerVariable('variables', name)
+    return env
   }
+}
+
+for (const policy of policies) {
+  const check = (makeEnv, where, expression) => {
+    checked++
+    const result = checked_in(makeEnv, expression)
+    if (!result.valid) refused.push({policy: policy.name, where, error: error(result)})
+    return result
+  }
+  for (const {where, expression} of policy.matchConditions) check(environment, where, expression)
+  // A variable sees the variables before it, with the types they checked to.
   const fields = {}
   for (const variable of policy.variables) {
-    checked++
-    const result = env.check(variable.expression)
-    if (result.valid) {
-      fields[variable.name] = result.type
-    } else {
-      fields[variable.name] = 'dyn'
-      refused.push({policy: policy.name, where: `variables.${variable.name}`, error: error(result)})
-    }
+    const result = check(withVariables(fields), `variables.${variable.name}`, variable.expression)
+    fields[variable.name] = result.valid ? result.type : 'dyn'
   }
-  const variablesType = `Variables${index}`
-  env.registerType(variablesType, {fields})
-  env.registerVariable('variables', variablesType)
-  for (const {where, expression} of policy.expressions) {
-    checked++
-    const result = env.check(expression)
-    if (!result.valid) refused.push({policy: policy.name, where, error: error(result)})
-  }
+  for (const {where, expression} of policy.expressions) check(withVariables(fields), where, expression)
 }
 process.stdout.write(JSON.stringify({checked, refused}) + '\n')
