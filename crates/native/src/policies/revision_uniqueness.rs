@@ -162,10 +162,15 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                  requireNameSuffix), but this ClusterObjectSet is in no revision group (it has \
                  neither spec.group nor the label {OWNER_NAME_LABEL}); {SET_GROUP_FIX}' : \
                  'metadata.name must be \"' + variables.expectedName + '\" \
-                 (<group>-<revision>, setting requireNameSuffix) but it is \"' + variables.name + \
-                 '\"; ' + (request.operation == 'CREATE' ? 'name it \"' + variables.expectedName \
-                 + '\"' : 'names cannot change, so delete this ClusterObjectSet and create it \
-                 again as \"' + variables.expectedName + '\"')"
+                 (<group>-<revision>, setting requireNameSuffix) but ' + (variables.name == '' && \
+                 has(object.metadata.generateName) && object.metadata.generateName != '' ? 'it is \
+                 empty and generateName \"' + object.metadata.generateName + '\" cannot produce \
+                 it' : 'it is \"' + variables.name + '\"') + ': ' + (request.operation == \
+                 'CREATE' ? 'name it \"' + variables.expectedName + '\"' : 'names cannot change, \
+                 so delete this ClusterObjectSet and create it again as \"' + \
+                 variables.expectedName + '\"') + '; the API server then refuses a second \
+                 revision ' + (variables.revision == null ? '' : string(variables.revision)) + ' \
+                 of group \"' + variables.group + '\" even when two creates race'"
             )),
             reason: Some("Invalid".into()),
         });
