@@ -59,8 +59,22 @@ impl Drop for Registry {
 }
 
 impl Registry {
-    /// Start one, serving TLS with a test CA when `tls`.
+    /// Start one, serving TLS with a test CA when `tls`. The port is one the
+    /// system had free a moment before; when another process takes it first,
+    /// the registry exits, and it is started again on another.
     pub fn start(tls: bool) -> Registry {
+        let mut failures = Vec::new();
+        for _ in 0..5 {
+            match Registry::start_once(tls) {
+                Ok(registry) => return registry,
+                Err(failure) => failures.push(failure),
+            }
+        }
+        panic!("docker-registry did not start: {}", failures.join("; "));
+    }
+
+    /// One try: the registry listening on its own port, or why not.
+    fn start_once(tls: bool) -> Result<Registry, String> {
         let binary = registry_binary();
         let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
@@ -102,10 +116,17 @@ impl Registry {
             host,
             ca,
         };
+        let exited = |registry: &mut Registry| {
+            registry
+                .child
+                .try_wait()
+                .unwrap()
+                .map(|status| format!("exited ({status}): {}", registry.log()))
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(&registry.host).is_err() {
-            if let Some(status) = registry.child.try_wait().unwrap() {
-                panic!("docker-registry exited ({status}): {}", registry.log());
+            if let Some(exit) = exited(&mut registry) {
+                return Err(exit);
             }
             assert!(
                 Instant::now() < deadline,
@@ -115,7 +136,13 @@ impl Registry {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        registry
+        // Whoever answered, our registry must still run: one that lost the
+        // port to another process exits at once.
+        std::thread::sleep(Duration::from_millis(100));
+        match exited(&mut registry) {
+            Some(exit) => Err(exit),
+            None => Ok(registry),
+        }
     }
 
     /// What it logged.
