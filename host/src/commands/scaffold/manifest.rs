@@ -14,6 +14,8 @@ use olm_guard_evaluator::input;
 use olm_guard_evaluator::manifest::{self, ManifestKind, ManifestOptions};
 use olm_guard_runtime::Metadata;
 
+use crate::modules;
+
 #[derive(Args)]
 #[command(after_help = "\
 Examples:
@@ -74,25 +76,22 @@ fn parse_kind(value: &str) -> Result<ManifestKind, String> {
         .map_err(|e: manifest::ManifestError| e.to_string())
 }
 
-/// The module file for `module`: a path, or `dist/<module>.wasm`.
+/// The module file for `module`: a path, or a name in `dist/`, resolved as
+/// every command resolves one (`modules::resolve`). A manifest is written
+/// from a local file only: a registry reference is pulled first.
 fn module_path(module: &str) -> anyhow::Result<PathBuf> {
-    let path = Path::new(module);
-    if path.is_file() {
-        return Ok(path.to_path_buf());
-    }
     if module.contains("://") {
         bail!(
             "{module}: only local modules are read here; pull it first (olm-guard pull) and pass the .wasm file"
         );
     }
-    let in_dist = Path::new("dist").join(format!("{module}.wasm"));
-    if !module.ends_with(".wasm") && !module.contains('/') && in_dist.is_file() {
-        return Ok(in_dist);
+    let path = modules::resolve(module, Path::new("dist"))?;
+    if !path.is_file() {
+        bail!(
+            "{module}: no such module file: pass an annotated .wasm, or build the modules with make dist"
+        );
     }
-    bail!(
-        "{module}: no such module file, nor {}: pass an annotated .wasm, or build the modules with make dist",
-        in_dist.display()
-    )
+    Ok(path)
 }
 
 /// The embedded metadata of the module at `path`.
