@@ -9,6 +9,12 @@
 //! parser) does not type-check, so a wrong overload, a misspelt request
 //! field or a variable used as another type would otherwise be found only
 //! by the cluster.
+//!
+//! The CRD patches' rules go through the same check with `self` and
+//! `oldSelf` typed by the patched CRD's structural schema, as
+//! apiextensions-apiserver compiles `x-kubernetes-validations`, together
+//! with the rules the upstream CRD already has (which must pass too: a
+//! check that refused them would be wrong, not the CRD).
 
 mod common;
 
@@ -19,14 +25,16 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 use olm_guard_native::model::BoundPolicy;
+use olm_guard_native::{Native, crd};
 
 fn cel_js_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cel-js")
 }
 
-/// cel-js's answer for `policies` (the input `tests/cel-js/check.mjs`
-/// reads). Fails, saying how to install it, when cel-js is not there.
-fn check(policies: &[Value]) -> Value {
+/// cel-js's answer for `policies` and `crd_rules` (the input
+/// `tests/cel-js/check.mjs` reads). Fails, saying how to install it, when
+/// cel-js is not there.
+fn check(policies: &[Value], crd_rules: &[Value]) -> Value {
     let dir = cel_js_dir();
     let installed = || dir.join("node_modules/@marcbachmann/cel-js").is_dir();
     if !installed() {
@@ -44,7 +52,7 @@ fn check(policies: &[Value]) -> Value {
         .stderr(Stdio::piped())
         .spawn()
         .expect("node runs (apt-get install -y nodejs)");
-    let input = json!({ "policies": policies }).to_string();
+    let input = json!({ "policies": policies, "crdRules": crd_rules }).to_string();
     child
         .stdin
         .take()
@@ -92,12 +100,135 @@ fn input(bound: &BoundPolicy) -> Value {
     })
 }
 
+/// Every `x-kubernetes-validations` list in `schema` (at JSON pointer
+/// `at`), with the schema node it is on.
+fn validated_nodes<'a>(schema: &'a Value, at: String, out: &mut Vec<(String, &'a Value)>) {
+    match schema {
+        Value::Object(map) => {
+            if map.contains_key("x-kubernetes-validations") {
+                out.push((at.clone(), schema));
+            }
+            for (key, value) in map {
+                validated_nodes(value, format!("{at}/{key}"), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                validated_nodes(item, format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The CRDs `native`'s patches are written for, each with every patch
+/// applied in order (as `kubectl patch --type json` applies them).
+fn patched_crds(native: &Native) -> Vec<(String, Value)> {
+    let mut crds: Vec<(String, Value)> = Vec::new();
+    for patch in &native.schema_patches {
+        if !crds.iter().any(|(name, _)| *name == patch.crd) {
+            let found = crd::find(&patch.crd, None).unwrap_or_else(|e| panic!("{e}"));
+            crds.push((patch.crd.clone(), found.document));
+        }
+        let (_, document) = crds
+            .iter_mut()
+            .find(|(name, _)| *name == patch.crd)
+            .unwrap();
+        let operations: json_patch::Patch = serde_json::from_value(patch.patch.clone()).unwrap();
+        json_patch::patch(document, &operations).unwrap_or_else(|e| panic!("{}: {e}", patch.file));
+    }
+    crds
+}
+
+/// Every rule of every CRD the native forms patch, as `check.mjs` reads
+/// them (one entry per schema node), without repeats.
+fn crd_rules(forms: &[Native]) -> Vec<Value> {
+    let mut entries: Vec<Value> = Vec::new();
+    for native in forms {
+        for (name, document) in patched_crds(native) {
+            let mut nodes = Vec::new();
+            validated_nodes(&document, String::new(), &mut nodes);
+            for (at, node) in nodes {
+                let mut expressions = Vec::new();
+                for (i, rule) in node["x-kubernetes-validations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .enumerate()
+                {
+                    for field in ["rule", "messageExpression"] {
+                        if let Some(expression) = rule[field].as_str() {
+                            expressions.push(json!({
+                                "where": format!("{at}/x-kubernetes-validations/{i}/{field}"),
+                                "expression": expression,
+                            }));
+                        }
+                    }
+                }
+                let entry = json!({"name": name, "schema": node, "expressions": expressions});
+                if !entries.contains(&entry) {
+                    entries.push(entry);
+                }
+            }
+        }
+    }
+    entries
+}
+
+/// Each `has(self.a.b)` (or `oldSelf`) in `entry`'s rules names fields the
+/// schema declares: cel-go refuses an undefined field in `has()`, which
+/// cel-js lets through. Stops at a node whose fields are not declared
+/// (maps, preserved unknown fields).
+fn undeclared_has_fields(entry: &Value) -> Vec<String> {
+    let pattern =
+        regex::Regex::new(r"has\((?:self|oldSelf)((?:\.[A-Za-z_][A-Za-z0-9_]*)+)\)").unwrap();
+    let mut undeclared = Vec::new();
+    for expression in entry["expressions"].as_array().unwrap() {
+        let text = expression["expression"].as_str().unwrap();
+        for found in pattern.captures_iter(text) {
+            let mut node = &entry["schema"];
+            for field in found[1].trim_start_matches('.').split('.') {
+                match node.get("properties") {
+                    Some(properties) => match properties.get(field) {
+                        Some(next) => node = next,
+                        None => {
+                            undeclared.push(format!(
+                                "{}: {}",
+                                expression["where"].as_str().unwrap_or_default(),
+                                &found[0]
+                            ));
+                            break;
+                        }
+                    },
+                    None => break,
+                }
+            }
+        }
+    }
+    undeclared
+}
+
 #[test]
 fn every_generated_expression_type_checks_in_cel_js() {
-    let policies: Vec<Value> = common::every_native_form()
+    let forms = common::every_native_form();
+    let policies: Vec<Value> = forms
         .iter()
         .flat_map(|native| native.policies.iter().map(input))
         .collect();
+    let crd_rules = crd_rules(&forms);
+    assert!(
+        crd_rules.len() >= 3,
+        "only {} CRD schema nodes with rules",
+        crd_rules.len()
+    );
+    for entry in &crd_rules {
+        let undeclared = undeclared_has_fields(entry);
+        assert!(
+            undeclared.is_empty(),
+            "{}: has() of undeclared fields {undeclared:?}",
+            entry["name"]
+        );
+    }
     let expected: usize = policies
         .iter()
         .map(|p| {
@@ -106,8 +237,12 @@ fn every_generated_expression_type_checks_in_cel_js() {
                 .map(|k| p[k].as_array().unwrap().len())
                 .sum::<usize>()
         })
-        .sum();
-    let answer = check(&policies);
+        .sum::<usize>()
+        + crd_rules
+            .iter()
+            .map(|r| r["expressions"].as_array().unwrap().len())
+            .sum::<usize>();
+    let answer = check(&policies, &crd_rules);
     let refused = answer["refused"].as_array().unwrap();
     assert!(
         refused.is_empty(),
@@ -117,8 +252,9 @@ fn every_generated_expression_type_checks_in_cel_js() {
     );
     assert_eq!(answer["checked"], json!(expected));
     println!(
-        "cel-js: {expected} expressions of {} policies type-check",
-        policies.len()
+        "cel-js: {expected} expressions of {} policies and {} CRD schema nodes type-check",
+        policies.len(),
+        crd_rules.len()
     );
 }
 
@@ -147,7 +283,25 @@ fn cel_js_refuses_what_the_api_server_would() {
             {"where": "dyn mixed", "expression": "[object.kind, 'a'].join('/') != ''"},
         ],
     });
-    let answer = check(&[policy]);
+    let rule = json!({
+        "name": "a CRD",
+        "schema": {"type": "object", "properties": {
+            "sourceType": {"type": "string"},
+            "priority": {"type": "integer"},
+        }},
+        "expressions": [
+            {"where": "crd fine", "expression": "!has(oldSelf.sourceType) || self.sourceType == oldSelf.sourceType"},
+            {"where": "crd type", "expression": "self.priority + 'a' != ''"},
+            {"where": "crd field", "expression": "self.address == ''"},
+        ],
+    });
+    assert_eq!(
+        undeclared_has_fields(&json!({"schema": rule["schema"], "expressions": [
+            {"where": "has", "expression": "has(self.sourceType) && has(self.adress)"},
+        ]})),
+        ["has: has(self.adress)"]
+    );
+    let answer = check(&[policy], &[rule]);
     let refused: Vec<&str> = answer["refused"]
         .as_array()
         .unwrap()
@@ -156,8 +310,17 @@ fn cel_js_refuses_what_the_api_server_would() {
         .collect();
     assert_eq!(
         refused,
-        ["mc", "variables.sum", "typo", "type", "check", "mixed"],
+        [
+            "mc",
+            "variables.sum",
+            "typo",
+            "type",
+            "check",
+            "mixed",
+            "crd type",
+            "crd field"
+        ],
         "{answer:#}"
     );
-    assert_eq!(answer["checked"], json!(9));
+    assert_eq!(answer["checked"], json!(12));
 }

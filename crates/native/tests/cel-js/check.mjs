@@ -12,8 +12,12 @@
 //
 // stdin:  {"policies": [{"name", "matchConditions": [{"where", "expression"}],
 //          "variables": [{"name", "expression"}],
-//          "expressions": [{"where", "expression"}]}]}
-// (match conditions are compiled without `variables`, the rest with them)
+//          "expressions": [{"where", "expression"}]}],
+//          "crdRules": [{"name", "schema", "expressions": [{"where", "expression"}]}]}
+// (match conditions are compiled without `variables`, the rest with them;
+// a CRD's x-kubernetes-validations rule and its messageExpression with
+// `self` and `oldSelf` typed by the structural schema of the field they are
+// on, as apiextensions-apiserver compiles them)
 // stdout: {"checked": N, "refused": [{"policy", "where", "error"}]}
 import {Environment} from '@marcbachmann/cel-js'
 
@@ -22,9 +26,33 @@ class PathCheck {}
 class GroupCheck {}
 class ResourceCheck {}
 class Decision {}
+class FormatLibrary {}
+class Format {}
+
+// Kubernetes' `format` library (k8s.io/apiserver pkg/cel/library/format.go),
+// which upstream CRDs use (`!format.dns1123Label().validate(self).hasValue()`).
+const FORMATS = [
+  'dns1123Label', 'dns1123Subdomain', 'dns1035Label', 'qualifiedName', 'dns1123LabelPrefix',
+  'dns1123SubdomainPrefix', 'dns1035LabelPrefix', 'labelValue', 'uri', 'uuid', 'byte', 'date',
+  'datetime',
+]
+
+// Kubernetes' base environment (pkg/cel/environment/base.go) has optional
+// types; the format library is part of it.
+function newEnvironment(homogeneous) {
+  const env = new Environment({homogeneousAggregateLiterals: homogeneous, enableOptionalTypes: true})
+  env.registerType('FormatLibrary', FormatLibrary)
+  env.registerType('Format', Format)
+  const none = () => null
+  for (const name of FORMATS) env.registerFunction(`FormatLibrary.${name}(): Format`, none)
+  env.registerFunction('FormatLibrary.named(string): optional<Format>', none)
+  env.registerFunction('Format.validate(string): optional<list<string>>', none)
+  env.registerVariable('format', 'FormatLibrary')
+  return env
+}
 
 function environment(homogeneous) {
-  const env = new Environment({homogeneousAggregateLiterals: homogeneous})
+  const env = newEnvironment(homogeneous)
   for (const [name, ctor] of Object.entries({Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision})) {
     env.registerType(name, ctor)
   }
@@ -90,9 +118,55 @@ function checked_in(makeEnv, expression) {
   return result
 }
 
+// The CEL type of a structural schema (k8s.io/apiserver pkg/cel/common
+// SchemaDeclType): a nested schema for an object with properties, a type
+// name otherwise. Where the declaration is wider than a cel-js type string
+// can say (objects inside lists and maps, dates, int-or-string, preserved
+// unknown fields), `dyn`: those are checked less, never refused wrongly.
+function celType(schema) {
+  if (!schema || schema['x-kubernetes-preserve-unknown-fields'] || schema['x-kubernetes-int-or-string']) {
+    return 'dyn'
+  }
+  const inner = node => {
+    const type = celType(node)
+    return typeof type === 'string' ? type : 'dyn'
+  }
+  switch (schema.type) {
+    case 'string':
+      return schema.format ? 'dyn' : 'string'
+    case 'integer':
+      return 'int'
+    case 'number':
+      return 'double'
+    case 'boolean':
+      return 'bool'
+    case 'array':
+      return `list<${inner(schema.items)}>`
+    case 'object':
+      if (schema.properties) {
+        return Object.fromEntries(Object.entries(schema.properties).map(([name, node]) => [name, celType(node)]))
+      }
+      if (schema.additionalProperties) return `map<string, ${inner(schema.additionalProperties)}>`
+      return 'dyn'
+    default:
+      return 'dyn'
+  }
+}
+
+// A CRD rule's environment: `self` and `oldSelf` of the field's type.
+function crdEnvironment(schema, homogeneous) {
+  const env = newEnvironment(homogeneous)
+  const type = celType(schema)
+  for (const name of ['self', 'oldSelf']) {
+    if (typeof type === 'string') env.registerVariable(name, type)
+    else env.registerVariable({name, schema: type})
+  }
+  return env
+}
+
 let input = ''
 for await (const chunk of process.stdin) input += chunk
-const {policies} = JSON.parse(input)
+const {policies, crdRules = []} = JSON.parse(input)
 let checked = 0
 const refused = []
 let types = 0
@@ -123,5 +197,12 @@ for (const policy of policies) {
     fields[variable.name] = result.valid ? result.type : 'dyn'
   }
   for (const {where, expression} of policy.expressions) check(withVariables(fields), where, expression)
+}
+for (const rule of crdRules) {
+  for (const {where, expression} of rule.expressions) {
+    checked++
+    const result = checked_in(homogeneous => crdEnvironment(rule.schema, homogeneous), expression)
+    if (!result.valid) refused.push({policy: rule.name, where, error: error(result)})
+  }
 }
 process.stdout.write(JSON.stringify({checked, refused}) + '\n')
