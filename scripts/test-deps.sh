@@ -11,8 +11,10 @@
 # - fonts-dejavu-core: the font `olm-guard bench --scale --plot` labels its
 #   PNG with (host/src/commands/bench/plot.rs);
 # - nodejs, npm: sigstore-js, the independent verifier of the bundle layout
-#   (host/tests/signing.rs), and cel-js, the second CEL implementation that
-#   type-checks the generated policies (crates/native/tests/cel_js.rs), each
+#   (host/tests/signing.rs), and cel-js with re2js, the second CEL
+#   implementation that type-checks and evaluates the generated policies
+#   (crates/native/tests/cel_js.rs, crates/conformance/tests/
+#   cel_js_evaluation.rs), each
 #   installed by `npm ci` from its lockfile in host/tests/sigstore-js and
 #   crates/native/tests/cel-js (npm's registry, no root needed).
 #
@@ -53,8 +55,8 @@ missing_packages() {
 npm_packages() {
   root="$(dirname "$0")/.."
   npm_ci "$root/host/tests/sigstore-js" @sigstore/verify "the signing tests need sigstore-js"
-  npm_ci "$root/crates/native/tests/cel-js" @marcbachmann/cel-js \
-    "the native policies' type check needs cel-js"
+  npm_ci "$root/crates/native/tests/cel-js" re2js \
+    "the native policies' type check and second evaluation need cel-js and re2js"
 }
 
 # npm ci in $1 unless $2 is installed there already; $3 says what needs it.

@@ -683,21 +683,25 @@ fn field(value: &Value, name: &str) -> Out {
             .get(&KeyRef::String(name))
             .cloned()
             .ok_or_else(|| format!("no such key: {name}")),
-        other => Err(format!(
-            "type '{}' does not support field selection",
-            type_name(other)
-        )),
+        Value::List(_) => Err(LIST_FIELD.into()),
+        // cel-go's `refQualify`: anything else (null, a scalar) has no
+        // fields.
+        _ => Err(format!("no such key: {name}")),
     }
 }
 
-/// `has(value.name)`.
+/// cel-go qualifies a list by index (`types.IndexOrError`), and a field
+/// name is none.
+const LIST_FIELD: &str = "unsupported index type 'string' in list";
+
+/// `has(value.name)`: as cel-go's `refQualify` tests presence, a map has the
+/// field when it has the key, a list is an error, and any other value (null,
+/// a scalar) has no field, without an error.
 fn presence(value: &Value, name: &str) -> Out {
     match value {
         Value::Map(map) => Ok(Value::Bool(map.get(&KeyRef::String(name)).is_some())),
-        other => Err(format!(
-            "invalid type for field selection: {}",
-            type_name(other)
-        )),
+        Value::List(_) => Err(LIST_FIELD.into()),
+        _ => Ok(Value::Bool(false)),
     }
 }
 

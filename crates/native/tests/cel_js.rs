@@ -36,7 +36,10 @@ fn cel_js_dir() -> PathBuf {
 /// cel-js is not there.
 fn check(policies: &[Value], crd_rules: &[Value]) -> Value {
     let dir = cel_js_dir();
-    let installed = || dir.join("node_modules/@marcbachmann/cel-js").is_dir();
+    let installed = || {
+        dir.join("node_modules/@marcbachmann/cel-js").is_dir()
+            && dir.join("node_modules/re2js").is_dir()
+    };
     if !installed() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let _ = Command::new(root.join("scripts/test-deps.sh")).status();

@@ -84,6 +84,24 @@ fn the_macros_expand_as_cel_go_expands_them() {
     );
 }
 
+/// cel-go's `refQualify`: `has()` of a field of null or a scalar is false,
+/// not an error (a CREATE's `oldObject` is null), while selecting one is
+/// `no such key`; a list has no fields at all.
+#[test]
+fn fields_of_what_is_not_a_map_are_absent_as_in_cel_go() {
+    assert_eq!(eval("has(object.spec.n.x)"), Ok(Value::Bool(false)));
+    assert_eq!(eval("has(null.x) || has('s'.x)"), Ok(Value::Bool(false)));
+    assert_eq!(eval("object.spec.n.x"), Err("no such key: x".into()));
+    assert_eq!(
+        eval("has(object.spec.items.x)"),
+        Err("unsupported index type 'string' in list".into())
+    );
+    assert_eq!(
+        eval("object.spec.items.x"),
+        Err("unsupported index type 'string' in list".into())
+    );
+}
+
 #[test]
 fn a_cost_limit_is_not_absorbed() {
     // 2,000 × 2,000 / 100 per `contains`: far over 1,000,000, and `||`

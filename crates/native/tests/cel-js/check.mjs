@@ -19,84 +19,7 @@
 // `self` and `oldSelf` typed by the structural schema of the field they are
 // on, as apiextensions-apiserver compiles them)
 // stdout: {"checked": N, "refused": [{"policy", "where", "error"}]}
-import {Environment} from '@marcbachmann/cel-js'
-
-class Authorizer {}
-class PathCheck {}
-class GroupCheck {}
-class ResourceCheck {}
-class Decision {}
-class FormatLibrary {}
-class Format {}
-
-// Kubernetes' `format` library (k8s.io/apiserver pkg/cel/library/format.go),
-// which upstream CRDs use (`!format.dns1123Label().validate(self).hasValue()`).
-const FORMATS = [
-  'dns1123Label', 'dns1123Subdomain', 'dns1035Label', 'qualifiedName', 'dns1123LabelPrefix',
-  'dns1123SubdomainPrefix', 'dns1035LabelPrefix', 'labelValue', 'uri', 'uuid', 'byte', 'date',
-  'datetime',
-]
-
-// Kubernetes' base environment (pkg/cel/environment/base.go) has optional
-// types; the format library is part of it.
-function newEnvironment(homogeneous) {
-  const env = new Environment({homogeneousAggregateLiterals: homogeneous, enableOptionalTypes: true})
-  env.registerType('FormatLibrary', FormatLibrary)
-  env.registerType('Format', Format)
-  const none = () => null
-  for (const name of FORMATS) env.registerFunction(`FormatLibrary.${name}(): Format`, none)
-  env.registerFunction('FormatLibrary.named(string): optional<Format>', none)
-  env.registerFunction('Format.validate(string): optional<list<string>>', none)
-  env.registerVariable('format', 'FormatLibrary')
-  return env
-}
-
-function environment(homogeneous) {
-  const env = newEnvironment(homogeneous)
-  for (const [name, ctor] of Object.entries({Authorizer, PathCheck, GroupCheck, ResourceCheck, Decision})) {
-    env.registerType(name, ctor)
-  }
-  const none = () => null
-  for (const signature of [
-    'Authorizer.path(string): PathCheck',
-    'Authorizer.group(string): GroupCheck',
-    'Authorizer.serviceAccount(string, string): Authorizer',
-    'GroupCheck.resource(string): ResourceCheck',
-    'ResourceCheck.subresource(string): ResourceCheck',
-    'ResourceCheck.namespace(string): ResourceCheck',
-    'ResourceCheck.name(string): ResourceCheck',
-    'ResourceCheck.check(string): Decision',
-    'PathCheck.check(string): Decision',
-    'Decision.allowed(): bool',
-    'Decision.reason(): string',
-    'Decision.errored(): bool',
-    'Decision.error(): string',
-  ]) {
-    env.registerFunction(signature, none)
-  }
-  for (const name of ['object', 'oldObject', 'params', 'namespaceObject']) env.registerVariable(name, 'dyn')
-  env.registerVariable('authorizer', 'Authorizer')
-  const gvk = {group: 'string', version: 'string', kind: 'string'}
-  const gvr = {group: 'string', version: 'string', resource: 'string'}
-  env.registerVariable({
-    name: 'request',
-    schema: {
-      kind: gvk,
-      resource: gvr,
-      subResource: 'string',
-      requestKind: gvk,
-      requestResource: gvr,
-      requestSubResource: 'string',
-      name: 'string',
-      namespace: 'string',
-      operation: 'string',
-      userInfo: {username: 'string', uid: 'string', groups: 'list<string>', extra: 'map<string, list<string>>'},
-      dryRun: 'bool',
-      options: 'dyn',
-    },
-  })
-  return env
-}
+import {newEnvironment, policyEnvironment} from './env.mjs'
 
 function error(result) {
   return String(result.error ?? 'refused').split('\n')[0]
@@ -174,7 +97,7 @@ let types = 0
 // once, so each check gets an environment of its own.
 function withVariables(fields) {
   return homogeneous => {
-    const env = environment(homogeneous)
+    const env = policyEnvironment(homogeneous)
     const name = `Variables${types++}`
     env.registerType(name, {fields: {...fields}})
     env.registerVariable('variables', name)
@@ -189,7 +112,7 @@ for (const policy of policies) {
     if (!result.valid) refused.push({policy: policy.name, where, error: error(result)})
     return result
   }
-  for (const {where, expression} of policy.matchConditions) check(environment, where, expression)
+  for (const {where, expression} of policy.matchConditions) check(policyEnvironment, where, expression)
   // A variable sees the variables before it, with the types they checked to.
   const fields = {}
   for (const variable of policy.variables) {
