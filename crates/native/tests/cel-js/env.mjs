@@ -7,21 +7,14 @@ import {Environment} from '@marcbachmann/cel-js'
 // Kubernetes' authorizer library (pkg/cel/library/authz.go): each step of
 // a check's chain carries the attributes so far.
 export class Authorizer {}
-class PathCheck {
+class Attributed {
   constructor(attributes) {
     this.attributes = attributes
   }
 }
-class GroupCheck {
-  constructor(attributes) {
-    this.attributes = attributes
-  }
-}
-class ResourceCheck {
-  constructor(attributes) {
-    this.attributes = attributes
-  }
-}
+class PathCheck extends Attributed {}
+class GroupCheck extends Attributed {}
+class ResourceCheck extends Attributed {}
 class Decision {
   constructor(allowed) {
     this.allowed = allowed
