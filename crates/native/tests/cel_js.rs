@@ -103,27 +103,6 @@ fn input(bound: &BoundPolicy) -> Value {
     })
 }
 
-/// Every `x-kubernetes-validations` list in `schema` (at JSON pointer
-/// `at`), with the schema node it is on.
-fn validated_nodes<'a>(schema: &'a Value, at: String, out: &mut Vec<(String, &'a Value)>) {
-    match schema {
-        Value::Object(map) => {
-            if map.contains_key("x-kubernetes-validations") {
-                out.push((at.clone(), schema));
-            }
-            for (key, value) in map {
-                validated_nodes(value, format!("{at}/{key}"), out);
-            }
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                validated_nodes(item, format!("{at}/{i}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// The CRDs `native`'s patches are written for, each with every patch
 /// applied in order (as `kubectl patch --type json` applies them).
 fn patched_crds(native: &Native) -> Vec<(String, Value)> {
@@ -137,8 +116,7 @@ fn patched_crds(native: &Native) -> Vec<(String, Value)> {
             .iter_mut()
             .find(|(name, _)| *name == patch.crd)
             .unwrap();
-        let operations: json_patch::Patch = serde_json::from_value(patch.patch.clone()).unwrap();
-        json_patch::patch(document, &operations).unwrap_or_else(|e| panic!("{}: {e}", patch.file));
+        common::apply_patch(document, &patch.patch, &patch.file);
     }
     crds
 }
@@ -149,9 +127,7 @@ fn crd_rules(forms: &[Native]) -> Vec<Value> {
     let mut entries: Vec<Value> = Vec::new();
     for native in forms {
         for (name, document) in patched_crds(native) {
-            let mut nodes = Vec::new();
-            validated_nodes(&document, String::new(), &mut nodes);
-            for (at, node) in nodes {
+            for (at, node) in common::validated_nodes(&document) {
                 let mut expressions = Vec::new();
                 for (i, rule) in node["x-kubernetes-validations"]
                     .as_array()

@@ -9,32 +9,19 @@ use serde_json::{Value, json};
 use olm_guard_native::admission::evaluate_crd_rule;
 use olm_guard_native::{crd, generate};
 
-/// Every `x-kubernetes-validations` rule anywhere in `schema`.
-fn rules(schema: &Value, out: &mut Vec<Value>) {
-    match schema {
-        Value::Object(map) => {
-            for (key, value) in map {
-                if key == "x-kubernetes-validations" {
-                    out.extend(value.as_array().into_iter().flatten().cloned());
-                } else {
-                    rules(value, out);
-                }
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|item| rules(item, out)),
-        _ => {}
-    }
-}
+mod common;
 
+/// Every `x-kubernetes-validations` rule anywhere in `crd`.
 fn all_rules(crd: &Value) -> Vec<Value> {
-    let mut out = Vec::new();
-    rules(crd, &mut out);
-    out
+    common::validated_nodes(crd)
+        .into_iter()
+        .flat_map(|(_, node)| node["x-kubernetes-validations"].as_array().cloned())
+        .flatten()
+        .collect()
 }
 
 fn apply(crd: &mut Value, patch: &Value) {
-    let patch: json_patch::Patch = serde_json::from_value(patch.clone()).unwrap();
-    json_patch::patch(crd, &patch).unwrap();
+    common::apply_patch(crd, patch, "the generated patch");
 }
 
 #[test]

@@ -1,6 +1,8 @@
-//! What several of this crate's test files share.
+//! What several of this crate's test files share. Each test file is a
+//! binary of its own that uses part of this module.
+#![allow(dead_code)]
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use olm_guard_native::policies::{GenerateError, RULES};
 use olm_guard_native::{Native, generate};
@@ -29,4 +31,38 @@ pub fn every_native_form() -> Vec<Native> {
     }
     assert!(forms.len() >= 9, "only {} native forms", forms.len());
     forms
+}
+
+/// `patch` (RFC 6902) applied to `crd`, as `kubectl patch --type json`
+/// applies it; `what` names the patch when it does not apply.
+pub fn apply_patch(crd: &mut Value, patch: &Value, what: &str) {
+    let operations: json_patch::Patch = serde_json::from_value(patch.clone())
+        .unwrap_or_else(|e| panic!("{what}: not a JSON patch: {e}"));
+    json_patch::patch(crd, &operations).unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
+/// Every node of `schema` that has an `x-kubernetes-validations` list,
+/// with its JSON pointer.
+pub fn validated_nodes(schema: &Value) -> Vec<(String, &Value)> {
+    fn walk<'a>(schema: &'a Value, at: String, out: &mut Vec<(String, &'a Value)>) {
+        match schema {
+            Value::Object(map) => {
+                if map.contains_key("x-kubernetes-validations") {
+                    out.push((at.clone(), schema));
+                }
+                for (key, value) in map {
+                    walk(value, format!("{at}/{key}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, String::new(), &mut out);
+    out
 }
