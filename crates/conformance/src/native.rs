@@ -1,14 +1,17 @@
 //! The cluster side of a native policy's evaluation: the API server's
 //! authorizer and the params of a binding's `paramRef`, both answered from
-//! a scenario's snapshot.
+//! a scenario's snapshot; and the record of every authorizer check an
+//! evaluation made, which answers Kubernetes' own evaluation of the same
+//! request (`olm_guard_kube_harness`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use olm_guard_core::protocol::ResourceAttributes;
 use olm_guard_core::selector::{LabelSelector, Selector};
 use olm_guard_core::{ClusterExt, UserInfo};
+use olm_guard_kube_harness::AuthorizerAnswer;
 use olm_guard_native::admission::Params;
 use olm_guard_native::authorizer::{Authorize, AuthorizerError};
 use olm_guard_snapshot::Snapshot;
@@ -67,5 +70,86 @@ impl Params for SnapshotCluster {
             })
             .cloned()
             .collect()
+    }
+}
+
+/// An authorizer that answers through another and keeps every answer, as
+/// the table Kubernetes' evaluation of the same request is answered from.
+pub struct RecordingAuthorizer {
+    inner: Arc<dyn Authorize>,
+    answers: Mutex<Vec<AuthorizerAnswer>>,
+}
+
+impl RecordingAuthorizer {
+    /// Records what `inner` answers.
+    pub fn new(inner: Arc<dyn Authorize>) -> Self {
+        RecordingAuthorizer {
+            inner,
+            answers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Every check answered so far, each once.
+    pub fn answers(&self) -> Vec<AuthorizerAnswer> {
+        let mut answers = self.answers.lock().map(|a| a.clone()).unwrap_or_default();
+        answers.sort();
+        answers.dedup();
+        answers
+    }
+
+    fn record(&self, mut answer: AuthorizerAnswer, result: &Result<bool, AuthorizerError>) {
+        match result {
+            Ok(allowed) => answer.allowed = *allowed,
+            Err(e) => answer.error = e.to_string(),
+        }
+        if let Ok(mut answers) = self.answers.lock() {
+            answers.push(answer);
+        }
+    }
+}
+
+impl Authorize for RecordingAuthorizer {
+    fn resource(
+        &self,
+        user: &UserInfo,
+        attributes: &ResourceAttributes,
+    ) -> Result<bool, AuthorizerError> {
+        let result = self.inner.resource(user, attributes);
+        let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        self.record(
+            AuthorizerAnswer {
+                user: user.username.clone(),
+                groups: user.groups.clone(),
+                verb: attributes.verb.clone(),
+                namespace: text(&attributes.namespace),
+                api_group: text(&attributes.group),
+                resource: attributes.resource.clone(),
+                subresource: text(&attributes.subresource),
+                name: text(&attributes.name),
+                ..AuthorizerAnswer::default()
+            },
+            &result,
+        );
+        result
+    }
+
+    fn non_resource(
+        &self,
+        user: &UserInfo,
+        verb: &str,
+        path: &str,
+    ) -> Result<bool, AuthorizerError> {
+        let result = self.inner.non_resource(user, verb, path);
+        self.record(
+            AuthorizerAnswer {
+                user: user.username.clone(),
+                groups: user.groups.clone(),
+                verb: verb.to_string(),
+                path: path.to_string(),
+                ..AuthorizerAnswer::default()
+            },
+            &result,
+        );
+        result
     }
 }

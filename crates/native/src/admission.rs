@@ -400,8 +400,9 @@ impl Policies {
                     }
                     if actions.iter().any(|a| a == "Deny") && denial.is_none() {
                         denial = Some(format!(
-                            "ValidatingAdmissionPolicy '{policy}' with binding '{binding}' \
+                            "{}ValidatingAdmissionPolicy '{policy}' with binding '{binding}' \
                              denied request: {}",
+                            forbidden_prefix(request),
                             decision.message
                         ));
                     }
@@ -807,6 +808,57 @@ fn message(source: &crate::model::Validation, from_expression: Option<Out>) -> S
         .unwrap_or_else(|| format!("failed expression: {}", source.expression.trim()))
 }
 
+/// What the API server puts before a policy's denial: the denial is an
+/// `admission.NewForbidden` error (k8s.io/apiserver `pkg/admission/
+/// errors.go`), whose message is apimachinery's `NewForbidden`: `<resource>.
+/// <group> "<name>" is forbidden: `, the name being the request's, else the
+/// object's name or generateName, else `Unknown`.
+fn forbidden_prefix(request: &Json) -> String {
+    let text = |pointer: &str| {
+        request
+            .pointer(pointer)
+            .and_then(Json::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let resource = match (text("/resource/resource"), text("/resource/group")) {
+        (Some(resource), Some(group)) => format!("{resource}.{group}"),
+        (Some(resource), None) => resource.to_string(),
+        (None, _) => return "forbidden: ".into(),
+    };
+    let name = text("/name")
+        .or_else(|| text("/object/metadata/name"))
+        .or_else(|| text("/object/metadata/generateName"))
+        .unwrap_or("Unknown");
+    format!("{resource} {} is forbidden: ", go_quote(name))
+}
+
+/// `text` as Go's `%q` writes it (strconv.Quote): in double quotes, with
+/// `"`, `\` and characters that are not printable escaped.
+fn go_quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// `value` without its null fields, at every depth: what the API server
 /// sees of a typed request, or of a structural schema's object after it
 /// prunes nulls.
@@ -855,54 +907,4 @@ fn matches(rules: &[ResourceRule], request: &Json) -> bool {
                     || r.strip_prefix("*/") == Some(subresource) && !subresource.is_empty()
             })
     })
-}
-
-/// What the API server makes of one CRD validation rule on a field's new
-/// value `value` and, on an update where the field existed, its stored
-/// value `old` (a rule naming `oldSelf` is a transition rule and is only
-/// evaluated then; kubernetes `staging/src/k8s.io/apiextensions-apiserver/
-/// pkg/apiserver/schema/cel/validation.go`). `Ok(None)`: the rule was not
-/// evaluated; `Err`: it failed to compile or to evaluate, which the API
-/// server reports as a validation error.
-pub fn evaluate_crd_rule(
-    rule: &crate::policies::CrdRule,
-    value: &Json,
-    old: Option<&Json>,
-) -> Result<Option<bool>, RuleError> {
-    let program = Env::stdlib().compile(&rule.rule).map_err(|e| {
-        RuleError::Compile(olm_guard_core::text::one_line(
-            &e.to_string(),
-            olm_guard_core::text::QUOTE_MAX,
-        ))
-    })?;
-    let transition = rule.rule.contains("oldSelf");
-    if transition && old.is_none() {
-        return Ok(None);
-    }
-    let mut bound = vec![("self", to_cel(value))];
-    if let Some(old) = old {
-        bound.push(("oldSelf", to_cel(old)));
-    }
-    let bindings = Bindings(bound);
-    let model = Options::default().cost_model();
-    match Interpreter::new(&bindings, model, Some(PER_CALL_LIMIT)).run(program.expression()) {
-        Ok(Value::Bool(holds)) => Ok(Some(holds)),
-        Ok(other) => Err(RuleError::NotBool(crate::authorizer::type_name(&other))),
-        Err(e) => Err(RuleError::Evaluation(e)),
-    }
-}
-
-/// Why a CRD rule gave no answer; the API server reports each as a
-/// validation error of the field.
-#[derive(Debug, thiserror::Error)]
-pub enum RuleError {
-    /// The rule does not parse.
-    #[error("the rule does not compile: {0}")]
-    Compile(String),
-    /// Evaluating it failed (a missing field, a wrong type).
-    #[error("the rule failed: {0}")]
-    Evaluation(String),
-    /// It gave something else than a bool.
-    #[error("the rule gave {0}, not a bool")]
-    NotBool(String),
 }

@@ -8,7 +8,6 @@ pub mod interpreter;
 pub mod model;
 pub mod policies;
 pub mod render;
-pub mod schema;
 pub mod strings;
 pub mod values;
 pub mod warnings;

@@ -1,8 +1,9 @@
 //! The native objects this crate writes, as the fields of
 //! `admissionregistration.k8s.io/v1` define them (kubernetes
 //! `staging/src/k8s.io/api/admissionregistration/v1/types.go`). Only the
-//! fields the generated policies use are modelled; the tests read every
-//! generated object back as k8s-openapi's own types to prove the shape.
+//! fields the generated policies use are modelled; the tests hand every
+//! generated object to Kubernetes' own code, which reads it strictly (an
+//! unknown field is refused) and compiles it (`tests/kube_apiserver.rs`).
 
 use serde::{Deserialize, Serialize};
 
@@ -229,11 +230,16 @@ pub const RULE_LABEL: &str = "olm-guard.io/rule";
 /// The annotation saying what a generated policy enforces.
 pub const SUMMARY_ANNOTATION: &str = "olm-guard.io/enforces";
 
-/// `resourceRules` for `operations` on one resource.
-pub fn rule_for(group: &str, resource: &str, operations: &[&str]) -> ResourceRule {
+/// `resourceRules` for `operations` on one resource, in the version the
+/// policy's expressions are written for. A named version (not `*`) is what
+/// lets the API server's type checker check the expressions against the
+/// kind's schema (`status.typeChecking`; it gives up on wildcards); with
+/// the default `matchPolicy: Equivalent`, requests for the resource in
+/// another version still match, their objects converted to this one.
+pub fn rule_for(group: &str, version: &str, resource: &str, operations: &[&str]) -> ResourceRule {
     ResourceRule {
         api_groups: vec![group.into()],
-        api_versions: vec!["*".into()],
+        api_versions: vec![version.into()],
         operations: operations.iter().map(|o| o.to_string()).collect(),
         resources: vec![resource.into()],
     }

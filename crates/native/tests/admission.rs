@@ -68,7 +68,12 @@ fn policy(validations: Vec<Validation>, actions: &[&str]) -> BoundPolicy {
             failure_policy: "Fail".into(),
             param_kind: None,
             match_constraints: MatchResources {
-                resource_rules: vec![rule_for("example.com", "widgets", &["CREATE", "UPDATE"])],
+                resource_rules: vec![rule_for(
+                    "example.com",
+                    "v1",
+                    "widgets",
+                    &["CREATE", "UPDATE"],
+                )],
             },
             match_conditions: Vec::new(),
             variables: vec![named("size", "has(object.spec) ? object.spec.size : 0")],
@@ -136,7 +141,7 @@ fn messages_are_the_api_servers() {
     let big = request("CREATE", json!({"spec": {"size": 5}}), "alice");
     assert_eq!(
         denied(&run(&p, &big)),
-        "ValidatingAdmissionPolicy 'p' with binding 'p' denied request: size 5 is too big"
+        "widgets.example.com \"w\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'p' denied request: size 5 is too big"
     );
     // A messageExpression that errors falls back to message.
     v.message_expression = Some("object.nope".into());
@@ -384,7 +389,7 @@ fn messages_run_without_the_authorizer_and_recompute_the_variables() {
     assert_eq!(
         report.outcome,
         Outcome::Denied {
-            message: "ValidatingAdmissionPolicy 'p' with binding 'p' denied request: fixed message"
+            message: "widgets.example.com \"w\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'p' denied request: fixed message"
                 .into()
         }
     );
@@ -515,7 +520,7 @@ fn match_conditions_skip_or_fail_the_policy() {
     p.policy.spec.match_conditions = vec![named("broken", "object.spec.size > 1")];
     assert_eq!(
         denied(&detailed(&[p], &r, Options::default()).outcome),
-        "ValidatingAdmissionPolicy 'p' with binding 'p' denied request: expression \
+        "widgets.example.com \"w\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'p' denied request: expression \
          'object.spec.size > 1' resulted in error: no such key: spec"
     );
 }

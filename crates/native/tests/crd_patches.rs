@@ -2,11 +2,11 @@
 //! json` applies them) to the upstream CRDs olm-guard ships: each keeps
 //! every validation rule the CRD had, and the staged ClusterObjectSet
 //! patches can be applied one after the other to a cluster with stored
-//! revisions.
+//! revisions, whose writes Kubernetes' own CRD validation then judges.
 
 use serde_json::{Value, json};
 
-use olm_guard_native::admission::evaluate_crd_rule;
+use olm_guard_kube_harness::{Admit, KubeHarness};
 use olm_guard_native::{crd, generate};
 
 mod common;
@@ -62,6 +62,37 @@ fn the_staged_cluster_object_set_patches_apply_in_order_and_keep_the_crds_rules(
     assert_eq!(last.len(), before.len() + 2);
 }
 
+/// A ClusterObjectSet write as the API server receives it: `object` over
+/// `old` (an UPDATE) or new (a CREATE).
+fn revision_write(spec: Value, old: Option<Value>) -> Value {
+    let object = |spec: Value| {
+        json!({
+            "apiVersion": "olm.operatorframework.io/v1",
+            "kind": "ClusterObjectSet",
+            "metadata": {"name": "widget-1", "resourceVersion": "7",
+                "labels": {"olm.operatorframework.io/owner-name": "widget"}},
+            "spec": spec,
+        })
+    };
+    let kind =
+        json!({"group": "olm.operatorframework.io", "version": "v1", "kind": "ClusterObjectSet"});
+    json!({
+        "uid": "1",
+        "kind": kind,
+        "resource": {"group": "olm.operatorframework.io", "version": "v1", "resource": "clusterobjectsets"},
+        "name": "widget-1",
+        "operation": if old.is_some() { "UPDATE" } else { "CREATE" },
+        "userInfo": {"username": "alice"},
+        "object": object(spec),
+        "oldObject": old.map(object),
+    })
+}
+
+/// The staged patches, applied to the shipped CRD and asked of the API
+/// server's own CRD validation (its `x-kubernetes-validations`, with
+/// `oldSelf` and ratcheting on UPDATE): a stored revision without a group
+/// can be archived and given one, but a group never changes or goes away;
+/// the last stage requires one on CREATE.
 #[test]
 fn the_immutability_stage_lets_stored_revisions_gain_a_group_but_never_change_it() {
     let native = generate(
@@ -70,32 +101,71 @@ fn the_immutability_stage_lets_stored_revisions_gain_a_group_but_never_change_it
         None,
     )
     .unwrap();
-    let immutable = &native.schema_patches[1].rules[0];
-    let required = &native.schema_patches[2].rules[0];
-    let judge = |new: Value, old: Option<Value>| {
-        evaluate_crd_rule(immutable, &new, old.as_ref())
-            .unwrap()
-            .unwrap_or(true)
+    let mut crd = crd::find("clusterobjectsets.olm.operatorframework.io", None)
+        .unwrap()
+        .document;
+    apply(&mut crd, &native.schema_patches[0].patch);
+    apply(&mut crd, &native.schema_patches[1].patch);
+    let mut required = crd.clone();
+    apply(&mut required, &native.schema_patches[2].patch);
+
+    let mut kube = KubeHarness::start().unwrap_or_else(|e| panic!("{e}"));
+    let mut refused = |crd: &Value, request: Value| {
+        let answer = kube
+            .admit(&Admit {
+                request,
+                crds: vec![crd.clone()],
+                ..Admit::default()
+            })
+            .unwrap();
+        assert!(answer.refused.is_none(), "{answer:?}");
+        answer.schema_error.map(|s| s.message)
     };
-    let without = json!({"revision": 1, "lifecycleState": "Active"});
-    let with = |g: &str| json!({"revision": 1, "lifecycleState": "Archived", "group": g});
+    let without =
+        json!({"revision": 1, "lifecycleState": "Active", "collisionProtection": "Prevent"});
+    let with = |g: &str, state: &str| json!({"revision": 1, "lifecycleState": state, "collisionProtection": "Prevent", "group": g});
     // operator-controller archives a revision stored without a group.
     let mut archived = without.clone();
     archived["lifecycleState"] = json!("Archived");
-    assert!(judge(archived, Some(without.clone())));
-    // Backfill gives a stored revision its group.
-    assert!(judge(with("a"), Some(without.clone())));
-    assert!(judge(with("a"), Some(with("a"))));
-    assert!(!judge(with("b"), Some(with("a"))), "a group cannot change");
-    assert!(!judge(without.clone(), Some(with("a"))), "nor be removed");
-    // The last stage, for when every revision has one.
     assert_eq!(
-        evaluate_crd_rule(required, &without, None).unwrap(),
-        Some(false)
+        refused(&crd, revision_write(archived, Some(without.clone()))),
+        None
+    );
+    // Backfill gives a stored revision its group.
+    assert_eq!(
+        refused(
+            &crd,
+            revision_write(with("a", "Active"), Some(without.clone()))
+        ),
+        None
     );
     assert_eq!(
-        evaluate_crd_rule(required, &with("a"), None).unwrap(),
-        Some(true)
+        refused(
+            &crd,
+            revision_write(with("a", "Archived"), Some(with("a", "Active")))
+        ),
+        None
+    );
+    let changed = refused(
+        &crd,
+        revision_write(with("b", "Active"), Some(with("a", "Active"))),
+    );
+    assert!(changed.is_some(), "a group cannot change");
+    let removed = refused(
+        &crd,
+        revision_write(without.clone(), Some(with("a", "Active"))),
+    );
+    assert!(removed.is_some(), "nor be removed");
+    // The last stage, for when every revision has one.
+    assert_eq!(refused(&crd, revision_write(without.clone(), None)), None);
+    let missing = refused(&required, revision_write(without, None));
+    assert!(
+        missing.is_some_and(|m| m.contains("spec")),
+        "required on CREATE"
+    );
+    assert_eq!(
+        refused(&required, revision_write(with("a", "Active"), None)),
+        None
     );
 }
 

@@ -20,6 +20,8 @@ use serde_json::Value;
 pub const GROUP: &str = "operators.coreos.com";
 /// The kind, as requests name it.
 pub const KIND: &str = "CatalogSource";
+/// The version OLM serves it in.
+pub const VERSION: &str = "v1alpha1";
 
 /// The part of a CatalogSource `spec` that decides which catalog it serves.
 /// Display fields (displayName, publisher, priority, updateStrategy, ...)

@@ -19,6 +19,8 @@ use serde_with::DefaultOnNull;
 pub const GROUP: &str = "olm.operatorframework.io";
 /// `apiVersion` to list it with.
 pub const API_VERSION: &str = "olm.operatorframework.io/v1";
+/// The version of [`API_VERSION`].
+pub const VERSION: &str = "v1";
 /// The kind.
 pub const KIND: &str = "ClusterObjectSet";
 /// The plural resource, as RBAC names it.

@@ -541,7 +541,12 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
          the requester holds",
         PolicySpec::fail_closed(
             MatchResources {
-                resource_rules: vec![rule_for(RBAC_GROUP, "clusterroles", &["CREATE", "UPDATE"])],
+                resource_rules: vec![rule_for(
+                    RBAC_GROUP,
+                    "v1",
+                    "clusterroles",
+                    &["CREATE", "UPDATE"],
+                )],
             },
             variables,
             std::mem::take(&mut validations),

@@ -6,7 +6,7 @@
 //! writable. The problems are computed for `object` and `oldObject` by the
 //! same expressions, so rule 7 compares them as the module does.
 
-use olm_guard_olm::catalog_source::GROUP;
+use olm_guard_olm::catalog_source::{GROUP, VERSION};
 use olm_guard_rules::catalog_union::Settings;
 use serde_json::Value as Json;
 
@@ -125,6 +125,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
     };
     let rules = vec![crate::model::rule_for(
         GROUP,
+        VERSION,
         "catalogsources",
         &["CREATE", "UPDATE"],
     )];
@@ -402,11 +403,15 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
             none_found(&s, p, legacy_counts, &how)
         } else {
             // The CRD requires sourceType, so with no source beside it the
-            // type alone is what is there.
+            // type alone is what is there; but an UPDATE of an object stored
+            // without one passes the schema (a required field left missing
+            // is ratcheted), and then there is nothing to name.
             format!(
-                "'spec must configure exactly one catalog source but configures none \
-                 (spec.sourceType \"' + {source_type} + '\" alone names no catalog: legacy \
-                 sources also need spec.image, spec.address or spec.configMap); ' + {how}"
+                "'spec must configure exactly one catalog source but configures none' + \
+                 ({has_source_type} ? ' (spec.sourceType \"' + {source_type} + '\" alone names \
+                 no catalog: legacy sources also need spec.image, spec.address or \
+                 spec.configMap)' : '') + '; ' + {how}",
+                has_source_type = present("sourceType"),
             )
         },
     ));

@@ -9,7 +9,7 @@
 //! numbers are its README's).
 
 use olm_guard_olm::cluster_object_set::{
-    GROUP, GROUPS_SUBRESOURCE, MANAGE_VERB, OWNER_NAME_LABEL, RESOURCE,
+    GROUP, GROUPS_SUBRESOURCE, MANAGE_VERB, OWNER_NAME_LABEL, RESOURCE, VERSION,
 };
 use olm_guard_rules::group_authorization::{NOT_AUTHORIZED, Settings};
 use serde_json::Value as Json;
@@ -289,7 +289,12 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         },
     ]);
     let match_constraints = MatchResources {
-        resource_rules: vec![rule_for(GROUP, RESOURCE, &["CREATE", "UPDATE", "DELETE"])],
+        resource_rules: vec![rule_for(
+            GROUP,
+            VERSION,
+            RESOURCE,
+            &["CREATE", "UPDATE", "DELETE"],
+        )],
     };
     let deny = BoundPolicy::new(
         "olm-guard-group-authorization",
@@ -323,7 +328,7 @@ fn kept_without_group_warning(variables: Vec<crate::model::NamedExpression>) -> 
         "warns on an update that leaves a ClusterObjectSet stored before spec.group without one",
         PolicySpec::fail_closed(
             MatchResources {
-                resource_rules: vec![rule_for(GROUP, RESOURCE, &["UPDATE"])],
+                resource_rules: vec![rule_for(GROUP, VERSION, RESOURCE, &["UPDATE"])],
             },
             variables,
             vec![Validation {

@@ -8,7 +8,7 @@
 //! one of them.
 
 use olm_guard_olm::cluster_object_set::{
-    API_VERSION, GROUP, KIND, OWNER_NAME_LABEL, RESOURCE, SET_GROUP_FIX,
+    API_VERSION, GROUP, KIND, OWNER_NAME_LABEL, RESOURCE, SET_GROUP_FIX, VERSION,
 };
 use olm_guard_rules::revision_uniqueness::{KEPT, Settings};
 
@@ -112,7 +112,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         });
     }
     let cos_rules = || MatchResources {
-        resource_rules: vec![rule_for(GROUP, RESOURCE, &["CREATE", "UPDATE"])],
+        resource_rules: vec![rule_for(GROUP, VERSION, RESOURCE, &["CREATE", "UPDATE"])],
     };
     // Rule 1's types and range never reach admission: the CRD's schema
     // (int64, minimum 1) refuses them first.
@@ -217,6 +217,14 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                  params.metadata.labels['olm.operatorframework.io/owner-name'] : ''"
             ),
         ));
+        // In a variable, which the API server's type checker does not
+        // report on: against the CRD operator-controller ships, which has
+        // no spec.group, it would flag the field in the message that reads
+        // it, although has() keeps the message right on both CRDs.
+        v.push(named(
+            "paramGrouped",
+            "has(params.spec) && has(params.spec.group)",
+        ));
         v
     };
     let with_params = |name: &str, summary: &str, validation: Validation, action: &str| {
@@ -269,7 +277,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                      variables.group + '\" is also used by ClusterObjectSet \"' + \
                      params.metadata.name + '\"' + (has(params.spec.lifecycleState) ? ', \
                      lifecycleState ' + params.spec.lifecycleState : '') + \
-                     (has(params.spec.group) ? '' : ', grouped by its label \
+                     (variables.paramGrouped ? '' : ', grouped by its label \
                      {OWNER_NAME_LABEL}') + ': two revisions with one number fight over the same \
                      objects without end; {KEPT}. Revisions cannot change, so delete one of the \
                      two ClusterObjectSets (\"' + variables.name + '\" or \"' + \

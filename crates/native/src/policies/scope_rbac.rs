@@ -6,7 +6,7 @@
 //! fails closed, saying so. ScopeInstances are the module's: their bindings
 //! are judged against the ScopeTemplate they name, which CEL cannot read.
 
-use olm_guard_olm::scope::GROUPS;
+use olm_guard_olm::scope::{GROUPS, VERSION};
 use olm_guard_rules::scope_rbac::{CLUSTER_SCOPED, Settings};
 
 use super::{Check, Enforcement, GenerateError, Native, cel_string, user_text};
@@ -144,7 +144,12 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
     // Every rule atom of every entry, as one string each (verb, group,
     // resource, name, URL, the entry's generateName, joined by a unit
     // separator): standard CEL has no flatten, so the nested lists are
-    // joined and split.
+    // joined and split. Each part is converted with string(): the object
+    // is dyn, so its fields are too, and Kubernetes' compiler refuses a
+    // list literal that mixes dyn and string (cel-go's
+    // ValidateHomogeneousAggregateLiterals, in the base environment since
+    // 1.29); the schema types them all as strings, so string() changes no
+    // value.
     let names_or_none = format!(
         "(size({n}) == 0 ? [''] : {n})",
         n = list("r", "resourceNames")
@@ -153,10 +158,11 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         "atoms",
         &format!(
             "variables.entries.map(e, {rules}.map(r, {verbs}.map(v, {groups}.map(g, \
-             {resources}.map(res, {names_or_none}.map(n, [v, g, res, n, '', {generate_name}]\
-             .join('{US}')).join('{RS}')).join('{RS}')).join('{RS}') + '{RS}' + \
-             {urls}.map(u, [v, '', '', '', u, {generate_name}].join('{US}')).join('{RS}'))\
-             .join('{RS}')).join('{RS}')).join('{RS}').split('{RS}').filter(a, a != '')",
+             {resources}.map(res, {names_or_none}.map(n, [string(v), string(g), string(res), \
+             string(n), '', string({generate_name})].join('{US}')).join('{RS}')).join('{RS}'))\
+             .join('{RS}') + '{RS}' + {urls}.map(u, [string(v), '', '', '', string(u), \
+             string({generate_name})].join('{US}')).join('{RS}')).join('{RS}')).join('{RS}'))\
+             .join('{RS}').split('{RS}').filter(a, a != '')",
             rules = list("e", "rules"),
             verbs = list("r", "verbs"),
             groups = list("r", "apiGroups"),
@@ -252,7 +258,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
             MatchResources {
                 resource_rules: GROUPS
                     .iter()
-                    .map(|group| rule_for(group, "scopetemplates", &["CREATE", "UPDATE"]))
+                    .map(|group| rule_for(group, VERSION, "scopetemplates", &["CREATE", "UPDATE"]))
                     .collect(),
             },
             variables,

@@ -7,9 +7,24 @@ use serde_json::{Value, json};
 use olm_guard_native::policies::{GenerateError, RULES};
 use olm_guard_native::{Native, generate};
 
+/// The settings of each native form [`every_native_form`] returns, in its
+/// order.
+pub fn every_native_form_settings() -> Vec<Value> {
+    every_form()
+        .into_iter()
+        .map(|(settings, _)| settings)
+        .collect()
+}
+
 /// Each rule's native form with its default settings and with every
 /// setting the native form honours turned on.
 pub fn every_native_form() -> Vec<Native> {
+    let forms: Vec<Native> = every_form().into_iter().map(|(_, native)| native).collect();
+    assert!(forms.len() >= 9, "only {} native forms", forms.len());
+    forms
+}
+
+fn every_form() -> Vec<(Value, Native)> {
     let variants = [
         json!(null),
         json!({"warnLegacy": true}),
@@ -23,13 +38,12 @@ pub fn every_native_form() -> Vec<Native> {
     for rule in RULES {
         for settings in &variants {
             match generate(rule, settings, None) {
-                Ok(native) => forms.push(native),
+                Ok(native) => forms.push((settings.clone(), native)),
                 Err(GenerateError::Settings { .. } | GenerateError::ModuleOnly { .. }) => {}
                 Err(e) => panic!("{rule} {settings}: {e}"),
             }
         }
     }
-    assert!(forms.len() >= 9, "only {} native forms", forms.len());
     forms
 }
 

