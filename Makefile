@@ -161,7 +161,9 @@ bench: dist
 # ValidatingAdmissionPolicies and CRD patches generated from the rules, for
 # clusters without Kubewarden (tests check both for drift); deploy/native-spec-group/:
 # group-authorization for a cluster that adopts spec.group, with its staged CRD
-# patches against the shipped upstream CRD.
+# patches against the shipped upstream CRD; deploy/native-mutating/: the
+# settings that rewrite objects (backfillGroupFromLabel, migrateLegacy), with
+# their MutatingAdmissionPolicies.
 deploy: dist
 	@mkdir -p deploy
 	@for p in $(POLICIES); do \
@@ -174,6 +176,10 @@ deploy: dist
 	@find deploy/native-spec-group -type f ! -name settings.yaml -delete
 	$(HOST) scaffold vap group-authorization -o deploy/native-spec-group \
 	  --settings group-authorization=deploy/native-spec-group/settings.yaml
+	@find deploy/native-mutating -type f ! -name '*.settings.yaml' -delete
+	$(HOST) scaffold vap group-authorization catalog-union -o deploy/native-mutating \
+	  --settings group-authorization=deploy/native-mutating/group-authorization.settings.yaml \
+	  --settings catalog-union=deploy/native-mutating/catalog-union.settings.yaml
 
 # artifacthub/: Artifact Hub package files from policies/*/metadata.yml and
 # README.md (a test checks drift).

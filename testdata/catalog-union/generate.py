@@ -462,6 +462,30 @@ for file in sorted(os.listdir(REALWORLD)):
              f"a real CatalogSource passes with default settings and no warning, as a CREATE: {where}", **CLEAN)
     scenario(f"realworld-{stem}-update-accepted", review(copy.deepcopy(obj), "UPDATE", old=copy.deepcopy(obj)),
              f"a real CatalogSource passes with default settings and no warning, as an UPDATE to itself: {where}", **CLEAN)
+    # migrateLegacy on the same object: rewritten into its union member,
+    # unless its grpcPodConfig holds what podSpecOverrides cannot.
+    spec = obj["spec"]
+    pod = spec.get("grpcPodConfig") or {}
+    unportable = [k for k in ("affinity", "securityContextConfig", "extractContent", "memoryTarget") if k in pod]
+    if unportable:
+        scenario(f"realworld-{stem}-migrate-unportable-accepted", review(copy.deepcopy(obj)),
+                 f"migrateLegacy leaves a real CatalogSource whose grpcPodConfig sets {', '.join(unportable)} as it is, "
+                 f"and says why: {where}", settings=MIGRATE, allowed=True, mutated=False,
+                 warnings_contain=["configure this catalog", "this spec was not migrated"])
+    else:
+        if "image" in spec:
+            member = {"catalogImageSource": {"catalogImage": spec["image"]}}
+            overrides = {k: pod[k] for k in ("nodeSelector", "tolerations", "priorityClassName") if pod.get(k)}
+            if overrides:
+                member["catalogImageSource"]["podSpecOverrides"] = overrides
+        elif "address" in spec:
+            member = {"catalogServiceSource": {"address": spec["address"]}}
+        else:
+            member = {"configMapSource": {"configMap": spec["configMap"]}}
+        scenario(f"realworld-{stem}-migrate-mutated", review(copy.deepcopy(obj)),
+                 f"migrateLegacy rewrites a real CatalogSource into its union member: {where}",
+                 settings=MIGRATE, allowed=True, patched_object_contains={"spec": member},
+                 warnings_contain=["(migrateLegacy)"])
 
 with open(MANIFEST, "w") as f:
     f.write("# Scenario directories written by generate.py; it removes exactly these before writing them again.\n")

@@ -33,36 +33,10 @@ impl Served {
         cos.apply(&add).map_err(anyhow::Error::msg)?;
         let catalog = olm_guard_native::crd::find("catalogsources.operators.coreos.com", None)
             .map_err(anyhow::Error::msg)?;
-        // The CRD the CatalogSource union enhancement proposes: today's with
-        // the three union members, which catalog-union's union settings
-        // (warnLegacy, allowLegacy: false) are for.
-        // Their fields are not modelled: kept as written. The proposal makes
-        // spec.sourceType optional, which today's CRD requires.
-        let mut union = catalog.clone();
-        for version in union.document["spec"]["versions"]
-            .as_array_mut()
-            .into_iter()
-            .flatten()
-        {
-            if let Some(required) = version
-                .pointer_mut("/schema/openAPIV3Schema/properties/spec/required")
-                .and_then(Value::as_array_mut)
-            {
-                required.retain(|field| field != "sourceType");
-            }
-        }
-        let member =
-            serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-        for name in [
-            "catalogImageSource",
-            "catalogServiceSource",
-            "configMapSource",
-        ] {
-            let add = union
-                .add_property(&["spec"], name, &member)
-                .map_err(anyhow::Error::msg)?;
-            union.apply(&add).map_err(anyhow::Error::msg)?;
-        }
+        // The CRD the CatalogSource union enhancement proposes, which
+        // catalog-union's union settings are for.
+        let union =
+            olm_guard_native::crd::with_union_members(&catalog).map_err(anyhow::Error::msg)?;
         let oria = |file: &str| -> anyhow::Result<Value> {
             let path = root.join("testdata/upstream/crds").join(file);
             let text = std::fs::read_to_string(&path)

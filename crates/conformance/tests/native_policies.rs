@@ -53,7 +53,9 @@ enum ModuleAnswer {
     SettingsRefused,
     Allowed(Vec<String>),
     /// The object as the module's patch leaves it.
-    Mutated(Value),
+    Mutated {
+        object: Value,
+    },
     Denied(String),
 }
 
@@ -74,7 +76,9 @@ fn module_answer(
     } else if response.patch.is_some() {
         let object = request.get("object").cloned().unwrap_or(Value::Null);
         let patched = olm_guard_conformance::apply_patch(response.patch.as_deref(), &object)?;
-        ModuleAnswer::Mutated(patched.unwrap_or(object))
+        ModuleAnswer::Mutated {
+            object: patched.unwrap_or(object),
+        }
     } else {
         ModuleAnswer::Allowed(response.warnings.unwrap_or_default())
     })
@@ -137,6 +141,9 @@ struct Judges<'a> {
     /// Cases on which olm-guard's evaluator gave Kubernetes' decision,
     /// message and warnings.
     evaluator_compared: usize,
+    /// Mutations of the module that Kubernetes' mutating policies made
+    /// the same, idempotently.
+    mutations_compared: usize,
 }
 
 fn judge(judges: &mut Judges, dir: &Path) -> anyhow::Result<Judged> {
@@ -188,6 +195,55 @@ fn objects_read(objects: &[Value], native: &Native) -> Vec<Value> {
         .collect()
 }
 
+/// Whether Kubernetes' mutating policies did what the module did: mutate
+/// every object the module patches into the object its patch leaves (as
+/// the CRD stores it, unknown fields pruned), change nothing when run again
+/// on their own output (idempotent, as reinvocation needs), and leave alone
+/// every object the module admits unpatched.
+fn mutation_difference(
+    judges: &mut Judges,
+    admit: &Admit,
+    mutated: &Admitted,
+    module: &ModuleAnswer,
+) -> anyhow::Result<Option<String>> {
+    let stored = mutated.pruned_object.as_ref().unwrap_or(&mutated.object);
+    match module {
+        ModuleAnswer::Mutated { object, .. } => {
+            if !mutated.mutated {
+                return Ok(Some(format!(
+                    "the module patches the object into {object}; the mutating policies \
+                     leave it as it is"
+                )));
+            }
+            if stored != object {
+                return Ok(Some(format!(
+                    "the module patches the object into {object}\n  the mutating policies \
+                     into {stored}"
+                )));
+            }
+            let mut again = admit.clone();
+            again.request["object"] = mutated.object.clone();
+            let twice = judges.kube.admit(&again)?;
+            if twice.mutated {
+                return Ok(Some(format!(
+                    "the mutating policies change their own output again: {}",
+                    twice.object
+                )));
+            }
+            judges.mutations_compared += 1;
+            Ok(None)
+        }
+        // The module admits the object as it is: the mutation must leave
+        // it so. (When the module denies, it patches nothing whatever the
+        // object needs; the validating policies are then held to deny.)
+        ModuleAnswer::Allowed(_) if mutated.mutated => Ok(Some(format!(
+            "the module admits the object as it is; the mutating policies change it into \
+             {stored}"
+        ))),
+        _ => Ok(None),
+    }
+}
+
 /// Whether olm-guard's evaluator said what Kubernetes said; the
 /// difference otherwise.
 fn evaluator_difference(ours: &Outcome, kube: &Admitted) -> Option<String> {
@@ -220,6 +276,7 @@ fn judge_inputs(
     // catalog-union's union settings are for a CRD with the union members.
     let union_members = rule == "catalog-union"
         && (settings.get("warnLegacy") == Some(&Value::Bool(true))
+            || settings.get("migrateLegacy") == Some(&Value::Bool(true))
             || settings.get("allowLegacy") == Some(&Value::Bool(false)));
     let served = judges.served.crd_for(request, union_members);
     // Generated for the scenario's cluster, as `olm-guard scaffold vap
@@ -270,6 +327,43 @@ fn judge_inputs(
     if let Some(reason) = olm_guard_native::policies::not_covered(rule, request, &*snapshot) {
         return Ok(Judged::NotCovered(format!("{rule}: {reason}")));
     }
+    // Kubernetes sees the CRD as the rule's patches leave it, the
+    // generated mutating policies, then the validating ones.
+    let mut admit = Admit {
+        request: request.clone(),
+        crds: served
+            .as_ref()
+            .map(|crd| patched(crd, &native))
+            .transpose()?
+            .into_iter()
+            .collect(),
+        objects: objects_read(&objects, &native),
+        ..Admit::default()
+    };
+    for bound in &native.mutations {
+        admit
+            .mutating_policies
+            .push(serde_json::to_value(&bound.policy)?);
+        admit
+            .mutating_bindings
+            .push(serde_json::to_value(&bound.binding)?);
+    }
+    // The validating policies judge the object as mutating admission left
+    // it: olm-guard's evaluator too.
+    let mut validated = request.clone();
+    let mutation = if native.mutations.is_empty() {
+        None
+    } else {
+        let mutated = judges.kube.admit(&admit)?;
+        if let Some(error) = &mutated.mutation_error {
+            return Ok(Judged::Disagree(format!(
+                "the mutating policies failed the request: {}",
+                error.message
+            )));
+        }
+        validated["object"] = mutated.object.clone();
+        Some(mutated)
+    };
     // olm-guard's evaluator, its authorizer checks written down.
     let cluster = Arc::new(SnapshotCluster(snapshot));
     let key = format!("{rule} {settings} {}", serde_json::to_string(&objects)?);
@@ -282,21 +376,8 @@ fn judge_inputs(
         }
     };
     let recording = Arc::new(RecordingAuthorizer::new(cluster.clone()));
-    let outcome = policies.evaluate(request, recording.clone(), cluster.as_ref());
-    // Kubernetes, on the CRD as the rule's patches leave it, with the
-    // generated policies and the same authorizer answers.
-    let mut admit = Admit {
-        request: request.clone(),
-        crds: served
-            .as_ref()
-            .map(|crd| patched(crd, &native))
-            .transpose()?
-            .into_iter()
-            .collect(),
-        objects: objects_read(&objects, &native),
-        authorizer: recording.answers(),
-        ..Admit::default()
-    };
+    let outcome = policies.evaluate(&validated, recording.clone(), cluster.as_ref());
+    admit.authorizer = recording.answers();
     for bound in &native.policies {
         admit
             .validating_policies
@@ -315,13 +396,39 @@ fn judge_inputs(
     if let Some(difference) = evaluator_difference(&outcome, &kube) {
         return Ok(Judged::Disagree(difference));
     }
+    if let Some(mutated) = &mutation {
+        if let Some(problem) = mutation_difference(judges, &admit, mutated, &module)? {
+            return Ok(Judged::Disagree(problem));
+        }
+    }
     judges.evaluator_compared += 1;
     let operation = request.get("operation").and_then(Value::as_str);
     Ok(match (module, kube) {
         (ModuleAnswer::SettingsRefused, _) => {
             Judged::Disagree("the module refused the settings; the generator accepted them".into())
         }
-        (ModuleAnswer::Mutated(_), _) => {
+        // The mutation's object was compared above; the verdict is the
+        // validating policies' on it. The module's warning that it
+        // rewrote the object has no native counterpart (a mutating policy
+        // cannot warn, and the validating ones see only the result).
+        (ModuleAnswer::Mutated { .. }, kube) if mutation.is_some() => {
+            if kube.allowed && kube.schema_error.is_none() {
+                Judged::Agree {
+                    text: Text::None,
+                    kind: "mutated",
+                }
+            } else {
+                Judged::Disagree(format!(
+                    "the module mutates and allows; Kubernetes, after the mutating policies, \
+                     answers {}",
+                    kube.schema_error
+                        .as_ref()
+                        .or(kube.status.as_ref())
+                        .map_or("nothing".into(), |s| s.message.clone())
+                ))
+            }
+        }
+        (ModuleAnswer::Mutated { .. }, _) => {
             Judged::NotCovered(format!("{rule}: the module mutates the object"))
         }
         // The CRD's rules come first: the policies are never asked on a
@@ -413,14 +520,16 @@ fn judge_inputs(
 }
 
 /// The covered scenarios at the last count.
-const COVERED_FLOOR: usize = 331;
+const COVERED_FLOOR: usize = 373;
 /// Covered denials whose message, as the API server shows it, is the
 /// module's word for word.
-const SAME_DENIALS_FLOOR: usize = 84;
+const SAME_DENIALS_FLOOR: usize = 89;
+/// Module mutations Kubernetes' mutating policies made the same.
+const MUTATIONS_FLOOR: usize = 24;
 /// Cases on which olm-guard's evaluator said what Kubernetes said.
-const EVALUATOR_FLOOR: usize = 314;
+const EVALUATOR_FLOOR: usize = 356;
 /// Covered admissions with warnings whose warnings are the module's.
-const SAME_WARNINGS_FLOOR: usize = 30;
+const SAME_WARNINGS_FLOOR: usize = 36;
 
 #[test]
 fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<()> {
@@ -442,6 +551,7 @@ fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<
         served: Served::load(&root)?,
         kube: KubeHarness::start()?,
         evaluator_compared: 0,
+        mutations_compared: 0,
     };
 
     let mut agree = 0;
@@ -523,6 +633,11 @@ fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<
         judges.evaluator_compared
     );
     eprintln!(
+        "native policies: Kubernetes' mutating policies patch the object as the module does, \
+         idempotently, on {} cases",
+        judges.mutations_compared
+    );
+    eprintln!(
         "native policies: the message the API server shows is the module's in {}/{} denials and \
          {}/{} warned admissions",
         denials.0, denials.1, warned.0, warned.1
@@ -554,6 +669,12 @@ fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<
         denials.1,
         warned.0,
         warned.1
+    );
+    assert!(
+        judges.mutations_compared >= MUTATIONS_FLOOR,
+        "Kubernetes' mutating policies were compared with the module's mutations on only {} \
+         cases, fewer than the {MUTATIONS_FLOOR} recorded",
+        judges.mutations_compared
     );
     assert!(
         judges.evaluator_compared >= EVALUATOR_FLOOR,

@@ -138,7 +138,6 @@ func (s *server) admit(req *admitRequest) (any, error) {
 	}
 	if crd != nil && review.SubResource == "" {
 		patchBase(object, oldObject)
-		prepare(crd, object, oldObject)
 	}
 
 	userInfo := &user.DefaultInfo{Name: review.UserInfo.Username, UID: review.UserInfo.UID, Groups: review.UserInfo.Groups}
@@ -176,6 +175,12 @@ func (s *server) admit(req *admitRequest) (any, error) {
 	} else {
 		mutated := attributes.GetObject()
 		answer.Mutated = mutated != nil && !apiequality.Semantic.DeepEqual(before, mutated)
+		// Then the storage's BeforeCreate/BeforeUpdate: the strategy
+		// prepares the object, validates it, and the validating plugins
+		// see the prepared object (registry/generic/registry/store.go).
+		if crd != nil && review.SubResource == "" {
+			prepare(crd, mutated, oldObject)
+		}
 		var schemaErrs field.ErrorList
 		if crd != nil && review.SubResource == "" && mutated != nil {
 			schemaErrs = crd.validate(ctx, asUnstructured(mutated), asUnstructured(oldObject))

@@ -224,6 +224,38 @@ impl Crd {
     }
 }
 
+/// The CatalogSource CRD the union enhancement proposes, from today's
+/// `catalog`: the three union members (`catalogImageSource`,
+/// `catalogServiceSource`, `configMapSource`, their fields kept as written)
+/// and `spec.sourceType` optional. catalog-union's union settings
+/// (`warnLegacy`, `migrateLegacy`, `allowLegacy: false`) are written for a
+/// cluster that serves it.
+pub fn with_union_members(catalog: &Crd) -> Result<Crd, String> {
+    let mut union = catalog.clone();
+    for version in union.document["spec"]["versions"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(required) = version
+            .pointer_mut("/schema/openAPIV3Schema/properties/spec/required")
+            .and_then(Json::as_array_mut)
+        {
+            required.retain(|field| field != "sourceType");
+        }
+    }
+    let member = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    for name in [
+        "catalogImageSource",
+        "catalogServiceSource",
+        "configMapSource",
+    ] {
+        let add = union.add_property(&["spec"], name, &member)?;
+        union.apply(&add)?;
+    }
+    Ok(union)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -222,6 +222,173 @@ impl BoundPolicy {
     }
 }
 
+/// A `MutatingAdmissionPolicy` (kubernetes `staging/src/k8s.io/api/
+/// admissionregistration/v1/types.go`; the same fields in `v1beta1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MutatingAdmissionPolicy {
+    /// [`MutatingApiVersion::as_str`].
+    pub api_version: String,
+    /// `MutatingAdmissionPolicy`.
+    pub kind: String,
+    /// Name, labels, annotations.
+    pub metadata: Metadata,
+    /// The policy.
+    pub spec: MutatingPolicySpec,
+}
+
+/// `spec` of a MutatingAdmissionPolicy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MutatingPolicySpec {
+    /// `Fail` or `Ignore`: what a mutation that cannot be applied does.
+    pub failure_policy: String,
+    /// Which requests the policy sees.
+    pub match_constraints: MatchResources,
+    /// Preconditions; a request failing one is not mutated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub match_conditions: Vec<NamedExpression>,
+    /// Named sub-expressions, `variables.<name>` in the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<NamedExpression>,
+    /// The mutations, applied in order.
+    pub mutations: Vec<Mutation>,
+    /// `Never` or `IfNeeded`: whether the policy runs again when a later
+    /// mutation changed the object.
+    pub reinvocation_policy: String,
+}
+
+/// One `mutations` entry: a JSON patch built by CEL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Mutation {
+    /// `JSONPatch`.
+    pub patch_type: String,
+    /// The CEL expression giving the patch's operations.
+    pub json_patch: JsonPatch,
+}
+
+/// `jsonPatch`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JsonPatch {
+    /// A list of `JSONPatch{op, path, value}`.
+    pub expression: String,
+}
+
+/// A `MutatingAdmissionPolicyBinding`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MutatingAdmissionPolicyBinding {
+    /// [`MutatingApiVersion::as_str`].
+    pub api_version: String,
+    /// `MutatingAdmissionPolicyBinding`.
+    pub kind: String,
+    /// Name, labels.
+    pub metadata: Metadata,
+    /// The binding.
+    pub spec: MutatingBindingSpec,
+}
+
+/// `spec` of a MutatingAdmissionPolicyBinding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MutatingBindingSpec {
+    /// The policy bound.
+    pub policy_name: String,
+}
+
+/// The API versions that serve MutatingAdmissionPolicy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MutatingApiVersion {
+    /// `admissionregistration.k8s.io/v1`: Kubernetes 1.36 and later (GA).
+    #[default]
+    V1,
+    /// `admissionregistration.k8s.io/v1beta1`: Kubernetes 1.34 and 1.35,
+    /// with the `MutatingAdmissionPolicy` feature gate and the v1beta1 API
+    /// enabled.
+    V1Beta1,
+}
+
+impl MutatingApiVersion {
+    /// The `apiVersion`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MutatingApiVersion::V1 => API_VERSION,
+            MutatingApiVersion::V1Beta1 => "admissionregistration.k8s.io/v1beta1",
+        }
+    }
+
+    /// The Kubernetes versions that serve it, in words.
+    pub fn served_by(self) -> &'static str {
+        match self {
+            MutatingApiVersion::V1 => "Kubernetes 1.36 and later",
+            MutatingApiVersion::V1Beta1 => {
+                "Kubernetes 1.34 and 1.35, with the MutatingAdmissionPolicy feature gate and \
+                 the admissionregistration.k8s.io/v1beta1 API enabled"
+            }
+        }
+    }
+}
+
+/// A mutating policy with its binding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoundMutation {
+    /// The policy.
+    pub policy: MutatingAdmissionPolicy,
+    /// Its one binding.
+    pub binding: MutatingAdmissionPolicyBinding,
+}
+
+impl BoundMutation {
+    /// A policy named `name` with a binding of the same name, in the API
+    /// version `v1`.
+    pub fn new(name: &str, rule: &str, summary: &str, spec: MutatingPolicySpec) -> Self {
+        let labels: std::collections::BTreeMap<String, String> =
+            [(RULE_LABEL.to_string(), rule.to_string())].into();
+        BoundMutation {
+            policy: MutatingAdmissionPolicy {
+                api_version: API_VERSION.into(),
+                kind: "MutatingAdmissionPolicy".into(),
+                metadata: Metadata {
+                    name: name.into(),
+                    labels: labels.clone(),
+                    annotations: [(SUMMARY_ANNOTATION.to_string(), summary.to_string())].into(),
+                },
+                spec,
+            },
+            binding: MutatingAdmissionPolicyBinding {
+                api_version: API_VERSION.into(),
+                kind: "MutatingAdmissionPolicyBinding".into(),
+                metadata: Metadata {
+                    name: name.into(),
+                    labels,
+                    annotations: Default::default(),
+                },
+                spec: MutatingBindingSpec {
+                    policy_name: name.into(),
+                },
+            },
+        }
+    }
+
+    /// The same objects in `version`.
+    pub fn in_version(mut self, version: MutatingApiVersion) -> Self {
+        self.policy.api_version = version.as_str().into();
+        self.binding.api_version = version.as_str().into();
+        self
+    }
+}
+
+/// `JSONPatch{op: ..., path: ..., value: ...}` as CEL writes it in a
+/// mutation; `path` and `value` are CEL expressions.
+pub fn json_patch_op(op: &str, path: &str, value: Option<&str>) -> String {
+    match value {
+        Some(value) => format!("JSONPatch{{op: '{op}', path: {path}, value: {value}}}"),
+        None => format!("JSONPatch{{op: '{op}', path: {path}}}"),
+    }
+}
+
 /// The API version of every generated admission object: GA since
 /// Kubernetes 1.30.
 pub const API_VERSION: &str = "admissionregistration.k8s.io/v1";

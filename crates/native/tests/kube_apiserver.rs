@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use olm_guard_kube_harness::{COMPATIBILITY_VERSIONS, Compiled, KubeHarness};
+use olm_guard_native::model::MutatingApiVersion;
 use olm_guard_native::{Native, crd};
 
 fn root() -> PathBuf {
@@ -47,12 +48,25 @@ fn yaml_documents(path: &Path) -> Vec<Value> {
 /// oria's from `testdata/upstream/crds/`, and the ClusterObjectSet and
 /// CatalogSource CRDs as `native`'s patches leave the shipped copies.
 fn crds_for(native: Option<&Native>) -> Vec<Value> {
+    // catalog-union's union settings are for the CRD with the union members.
+    let union = native.is_some_and(|n| {
+        n.rule == "catalog-union"
+            && n.policies.iter().any(|b| {
+                serde_json::to_string(&b.policy)
+                    .unwrap()
+                    .contains("catalogImageSource")
+            })
+    });
     let mut crds = Vec::new();
     for name in [
         "clusterobjectsets.olm.operatorframework.io",
         "catalogsources.operators.coreos.com",
     ] {
-        let mut document = crd::find(name, None).unwrap().document;
+        let mut found = crd::find(name, None).unwrap();
+        if union && name.starts_with("catalogsources") {
+            found = crd::with_union_members(&found).unwrap();
+        }
+        let mut document = found.document;
         for patch in native
             .into_iter()
             .flat_map(|n| &n.schema_patches)
@@ -74,13 +88,18 @@ fn crds_for(native: Option<&Native>) -> Vec<Value> {
 }
 
 /// One object to compile: what to call it, the object, the CRDs of the
-/// cluster it is applied to.
-type ToCompile = (String, Value, Vec<Value>);
+/// cluster it is applied to, the Kubernetes versions that serve it.
+type ToCompile = (String, Value, Vec<Value>, &'static [&'static str]);
+
+/// The versions that serve MutatingAdmissionPolicy: v1beta1 on 1.34 and
+/// 1.35 (with the feature gate), v1 from 1.36.
+const MUTATING_VERSIONS: [&str; 3] = ["1.34", "1.35", "1.36"];
 
 /// What was compiled, for the summary line and the floors.
 #[derive(Default)]
 struct Tally {
     policies: usize,
+    mutating: usize,
     bindings: usize,
     expressions: usize,
     type_checked: usize,
@@ -88,9 +107,9 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, (what, object, _): &ToCompile, compiled: &Compiled) {
-        for version in COMPATIBILITY_VERSIONS {
-            let errors = compiled.errors.get(version).cloned().unwrap_or_default();
+    fn add(&mut self, (what, object, _, versions): &ToCompile, compiled: &Compiled) {
+        for version in versions.iter() {
+            let errors = compiled.errors.get(*version).cloned().unwrap_or_default();
             for error in errors {
                 self.problems
                     .push(format!("{what} on Kubernetes {version}: {error}"));
@@ -121,6 +140,7 @@ impl Tally {
                     self.type_checked += 1;
                 }
             }
+            Some("MutatingAdmissionPolicy") => self.mutating += 1,
             _ => self.bindings += 1,
         }
     }
@@ -131,7 +151,7 @@ impl Tally {
 /// largest policy).
 fn compile_all(mut objects: Vec<ToCompile>) -> Vec<(ToCompile, Compiled)> {
     let mut seen = std::collections::HashSet::new();
-    objects.retain(|(_, object, crds)| seen.insert(json!([object, crds]).to_string()));
+    objects.retain(|(_, object, crds, _)| seen.insert(json!([object, crds]).to_string()));
     let half = objects.len().div_ceil(2);
     let (first, second) = objects.split_at(half);
     std::thread::scope(|scope| {
@@ -140,7 +160,7 @@ fn compile_all(mut objects: Vec<ToCompile>) -> Vec<(ToCompile, Compiled)> {
             part.iter()
                 .map(|item| {
                     let compiled = kube
-                        .compile(&item.1, &COMPATIBILITY_VERSIONS, &item.2)
+                        .compile(&item.1, item.3, &item.2)
                         .unwrap_or_else(|e| panic!("{}: {e}", item.0));
                     (item.clone(), compiled)
                 })
@@ -164,7 +184,12 @@ fn every_generated_policy_compiles_in_kubernetes_1_30_to_1_36() {
     let forms = common::every_native_form();
     let checked: Vec<bool> = common::every_native_form_settings()
         .iter()
-        .map(|s| s.is_null() || *s == json!({"requireSpecGroup": true}))
+        .map(|s| {
+            s.is_null()
+                || *s == json!({"requireSpecGroup": true})
+                || *s == json!({"requireSpecGroup": true, "backfillGroupFromLabel": true})
+                || *s == json!({"migrateLegacy": true})
+        })
         .collect();
     for (native, type_check) in forms.iter().zip(checked) {
         let crds = if type_check {
@@ -182,13 +207,42 @@ fn every_generated_policy_compiles_in_kubernetes_1_30_to_1_36() {
             let name = &bound.policy.metadata.name;
             let policy = serde_json::to_value(&bound.policy).unwrap();
             let binding = serde_json::to_value(&bound.binding).unwrap();
-            objects.push((format!("{name}{form}"), policy, crds.clone()));
-            objects.push((format!("{name}{form} binding"), binding, crds.clone()));
+            objects.push((
+                format!("{name}{form}"),
+                policy,
+                crds.clone(),
+                &COMPATIBILITY_VERSIONS,
+            ));
+            objects.push((
+                format!("{name}{form} binding"),
+                binding,
+                crds.clone(),
+                &COMPATIBILITY_VERSIONS,
+            ));
+        }
+        for bound in &native.mutations {
+            for version in [MutatingApiVersion::V1, MutatingApiVersion::V1Beta1] {
+                let bound = bound.clone().in_version(version);
+                let name = format!("{} ({})", bound.policy.metadata.name, version.as_str());
+                let policy = serde_json::to_value(&bound.policy).unwrap();
+                let binding = serde_json::to_value(&bound.binding).unwrap();
+                objects.push((name.clone(), policy, Vec::new(), &MUTATING_VERSIONS));
+                objects.push((
+                    format!("{name} binding"),
+                    binding,
+                    Vec::new(),
+                    &MUTATING_VERSIONS,
+                ));
+            }
         }
     }
     // The files users apply, as shipped.
-    for dir in ["deploy/native", "deploy/native-spec-group"] {
-        let spec_group = dir.ends_with("spec-group");
+    for dir in [
+        "deploy/native",
+        "deploy/native-spec-group",
+        "deploy/native-mutating",
+    ] {
+        let spec_group = !dir.ends_with("native");
         let native = spec_group.then(|| {
             olm_guard_native::generate(
                 "group-authorization",
@@ -197,11 +251,19 @@ fn every_generated_policy_compiles_in_kubernetes_1_30_to_1_36() {
             )
             .unwrap()
         });
+        let migrate = dir.ends_with("mutating").then(|| {
+            olm_guard_native::generate("catalog-union", &json!({"migrateLegacy": true}), None)
+                .unwrap()
+        });
         let crds = crds_for(native.as_ref());
+        let union_crds = crds_for(migrate.as_ref().or(native.as_ref()));
         let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
             .unwrap()
             .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "yaml") && !p.ends_with("settings.yaml"))
+            .filter(|p| {
+                p.extension().is_some_and(|e| e == "yaml")
+                    && !p.to_string_lossy().ends_with("settings.yaml")
+            })
             .collect();
         files.sort();
         for file in files {
@@ -211,7 +273,20 @@ fn every_generated_policy_compiles_in_kubernetes_1_30_to_1_36() {
                     file.strip_prefix(root()).unwrap_or(&file).display(),
                     document["metadata"]["name"].as_str().unwrap_or("?")
                 );
-                objects.push((what, document, crds.clone()));
+                let versions: &'static [&'static str] = if document["kind"]
+                    .as_str()
+                    .is_some_and(|k| k.starts_with("Mutating"))
+                {
+                    &MUTATING_VERSIONS
+                } else {
+                    &COMPATIBILITY_VERSIONS
+                };
+                let crds = if file.to_string_lossy().contains("catalog-union") {
+                    union_crds.clone()
+                } else {
+                    crds.clone()
+                };
+                objects.push((what, document, crds, versions));
             }
         }
     }
@@ -227,8 +302,13 @@ fn every_generated_policy_compiles_in_kubernetes_1_30_to_1_36() {
     );
     println!(
         "kube-apiserver 1.30-1.36: {} distinct policies ({} expressions) and {} bindings compile \
-         with no error; {} policies type-checked against their CRD's schema with no warning",
-        tally.policies, tally.expressions, tally.bindings, tally.type_checked
+         with no error; {} policies type-checked against their CRD's schema with no warning; \
+         {} MutatingAdmissionPolicies compile in 1.34-1.36",
+        tally.policies, tally.expressions, tally.bindings, tally.type_checked, tally.mutating
+    );
+    assert!(
+        tally.mutating >= 4,
+        "the mutating policies were not compiled"
     );
     assert!(
         tally.policies >= 20 && tally.expressions >= 800,
@@ -299,15 +379,12 @@ fn every_crd_patch_is_accepted_by_the_api_server_as_a_crd_update() {
             accept(&patch.file, &before, document, &mut problems);
         }
     }
-    // deploy/: the files, in the order their names give.
-    for (dir, target) in [
-        ("deploy/native", "catalogsources.operators.coreos.com"),
-        (
-            "deploy/native-spec-group",
-            "clusterobjectsets.olm.operatorframework.io",
-        ),
+    // deploy/: the files, each CRD's in the order their names give.
+    for dir in [
+        "deploy/native",
+        "deploy/native-spec-group",
+        "deploy/native-mutating",
     ] {
-        let mut document = crd::find(target, None).unwrap().document;
         let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -315,17 +392,29 @@ fn every_crd_patch_is_accepted_by_the_api_server_as_a_crd_update() {
             .collect();
         files.sort();
         assert!(!files.is_empty(), "no CRD patch in {dir}");
-        for file in files {
-            let patch: Value =
-                serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-            let before = document.clone();
-            common::apply_patch(&mut document, &patch, &file.display().to_string());
-            accept(
-                &file.display().to_string(),
-                &before,
-                &document,
-                &mut problems,
-            );
+        for (prefix, target) in [
+            ("catalog-union", "catalogsources.operators.coreos.com"),
+            (
+                "group-authorization",
+                "clusterobjectsets.olm.operatorframework.io",
+            ),
+        ] {
+            let mut document = crd::find(target, None).unwrap().document;
+            for file in files.iter().filter(|f| {
+                f.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+            }) {
+                let patch: Value =
+                    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+                let before = document.clone();
+                common::apply_patch(&mut document, &patch, &file.display().to_string());
+                accept(
+                    &file.display().to_string(),
+                    &before,
+                    &document,
+                    &mut problems,
+                );
+            }
         }
     }
     assert!(

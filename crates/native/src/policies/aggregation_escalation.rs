@@ -557,6 +557,8 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         rule: RULE,
         policies: vec![policy],
         schema_patches: Vec::new(),
+        mutations: Vec::new(),
+        mutation_previews: Vec::new(),
         checks: CHECKS,
     })
 }

@@ -11,6 +11,7 @@ use olm_guard_rules::catalog_union::Settings;
 use serde_json::Value as Json;
 
 use super::{Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch};
+use crate::model::{BoundMutation, JsonPatch, MutatingPolicySpec, Mutation, json_patch_op};
 use crate::model::{BoundPolicy, MatchResources, NamedExpression, PolicySpec, Validation, named};
 
 /// The rule's name.
@@ -50,9 +51,12 @@ pub const CHECKS: &[Check] = &[
         "a second policy with a Warn binding",
     ),
     Check::new(
-        "migrateLegacy: rewrite a legacy spec into its union member (rule 6)",
-        Enforcement::ModuleOnly,
-        "a mutation: a ValidatingAdmissionPolicy cannot change the object",
+        "migrateLegacy: rewrite a legacy spec into its union member (rule 6), on a CRD with the \
+         members",
+        Enforcement::Mutation,
+        "a MutatingAdmissionPolicy rewrites the spec before the validating policies judge it \
+         (Kubernetes 1.36, or 1.34-1.35 with the v1beta1 API); with allowLegacy: false, and \
+         for the module's warning that it rewrote the spec, run the module",
     ),
     Check::new(
         "an UPDATE of a CatalogSource stored broken is allowed, with a warning, when it leaves \
@@ -75,12 +79,13 @@ const WS: &str = "[\\\\s\\\\x{0B}\\\\x{85}\\\\pZ]";
 
 /// The policies for `settings`.
 pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native, GenerateError> {
-    if settings.migrate_legacy {
+    if settings.migrate_legacy && !settings.allow_legacy {
         return Err(GenerateError::NotNative {
             rule: RULE,
-            setting: "migrateLegacy: true",
-            reason: "rewriting a legacy spec into its union member is a mutation; run the \
-                     module for it",
+            setting: "migrateLegacy: true with allowLegacy: false",
+            reason: "a legacy spec the migration cannot rewrite is then denied, with a message \
+                     the native policies do not write; run the module for it, or keep \
+                     allowLegacy at its default (true) natively",
         });
     }
     let mut variables = Vec::new();
@@ -155,7 +160,35 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         ),
         reason: None,
     }];
-    if settings.warn_legacy {
+    if settings.migrate_legacy {
+        // The mutation has rewritten every legacy spec it could before the
+        // policies see it: a legacy spec left is one it could not, which
+        // the module admits with these two warnings.
+        warnings.push(Validation {
+            expression: "!(size(variables.nProblems) == 0 && \
+                         variables.nAlternatives == ['legacy'])"
+                .into(),
+            message: Some("the deprecated legacy fields configure this catalog".into()),
+            message_expression: Some(format!(
+                "'the deprecated ' + {keys} + ' configure this catalog; write ' + \
+                 variables.nReplacement + ' instead'",
+                keys = join_and("variables.nLegacyKeys.map(k, 'spec.' + k)"),
+            )),
+            reason: None,
+        });
+        warnings.push(Validation {
+            expression: "!(size(variables.nProblems) == 0 && \
+                         variables.nAlternatives == ['legacy'] && variables.nUnportable != '')"
+                .into(),
+            message: Some("this spec was not migrated".into()),
+            message_expression: Some(
+                "'this spec was not migrated: ' + variables.nUnportableReason + '; remove ' + \
+                 variables.nUnportable + ' to let it be migrated'"
+                    .into(),
+            ),
+            reason: None,
+        });
+    } else if settings.warn_legacy {
         warnings.push(Validation {
             expression: "!(size(variables.nProblems) == 0 && \
                          variables.nAlternatives == ['legacy'])"
@@ -185,12 +218,152 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         ),
         &["Warn"],
     );
+    let (mutations, mutation_previews) = if settings.migrate_legacy {
+        let (mutation, preview) = migration(settings);
+        (vec![mutation], vec![preview])
+    } else {
+        (Vec::new(), Vec::new())
+    };
     Ok(Native {
         rule: RULE,
         policies: vec![deny, warn],
         schema_patches: vec![schema_patch(cluster)?],
+        mutations,
+        mutation_previews,
         checks: CHECKS,
     })
+}
+
+/// The name of the mutating policy that migrates legacy specs.
+const MIGRATION: &str = "olm-guard-catalog-union-migrate";
+
+/// Rule 6 as a MutatingAdmissionPolicy: a legacy spec that rules 1-4
+/// accept, and whose `grpcPodConfig` fits `podSpecOverrides`, is rewritten
+/// into its union member, the deprecated keys removed and every other key
+/// kept (the module's `migrate`); and the roll-out's preview of it, a
+/// validating policy that warns where the mutation would rewrite a spec.
+fn migration(settings: &Settings) -> (BoundMutation, BoundPolicy) {
+    let rules = vec![crate::model::rule_for(
+        GROUP,
+        VERSION,
+        "catalogsources",
+        &["CREATE", "UPDATE"],
+    )];
+    // A legacy spec and no member: the shape of every spec the module
+    // rewrites. Match conditions cannot read variables, so whether rules
+    // 1-4 accept it is decided in the patch (below), which then writes
+    // no operation; those specs are denied by the validating policies.
+    let conditions = vec![named(
+        "legacy-spec",
+        "has(object.spec) && has(object.spec.sourceType) && (has(object.spec.image) || \
+         has(object.spec.address) || has(object.spec.configMap)) && \
+         !has(object.spec.catalogImageSource) && !has(object.spec.catalogServiceSource) && \
+         !has(object.spec.configMapSource)",
+    )];
+    let mut variables = problems_of("object", "n", settings);
+    variables.push(named(
+        "migrate",
+        "size(variables.nTooLong) == 0 && size(variables.nProblems) == 0 && \
+         variables.nAlternatives == ['legacy'] && variables.nUnportable == ''",
+    ));
+    let spec = "object.spec";
+    let gpc = format!("{spec}.grpcPodConfig");
+    let overrides = "'/spec/catalogImageSource/podSpecOverrides'";
+    let field = |name: &str, non_empty: &str| {
+        format!(
+            "(has({gpc}) && has({gpc}.{name}) && {non_empty} ? [{}] : [])",
+            json_patch_op(
+                "add",
+                &format!("{overrides} + '/{name}'"),
+                Some(&format!("{gpc}.{name}"))
+            ),
+        )
+    };
+    let node_selector = field("nodeSelector", &format!("size({gpc}.nodeSelector) > 0"));
+    let tolerations = field("tolerations", &format!("size({gpc}.tolerations) > 0"));
+    let priority = field(
+        "priorityClassName",
+        &format!("{gpc}.priorityClassName != ''"),
+    );
+    let image_source = format!(
+        "[{}] + ({node_selector} + {tolerations} + {priority} == [] ? [] : [{}] + \
+         {node_selector} + {tolerations} + {priority})",
+        json_patch_op(
+            "add",
+            "'/spec/catalogImageSource'",
+            Some(&format!("{{'catalogImage': string({spec}.image)}}"))
+        ),
+        json_patch_op("add", overrides, Some("{}")),
+    );
+    let patch = format!(
+        "!variables.migrate ? [] : {removed} + ({image} ? {image_source} : {spec}.sourceType \
+         == 'grpc' ? [{service}] : [{config_map}])",
+        removed = format!(
+            "['sourceType', 'image', 'address', 'configMap', 'grpcPodConfig'].filter(k, k in \
+             {spec}).map(k, {})",
+            json_patch_op("remove", "'/spec/' + k", None)
+        ),
+        image = format!("has({spec}.image)"),
+        service = json_patch_op(
+            "add",
+            "'/spec/catalogServiceSource'",
+            Some(&format!("{{'address': string({spec}.address)}}"))
+        ),
+        config_map = json_patch_op(
+            "add",
+            "'/spec/configMapSource'",
+            Some(&format!("{{'configMap': string({spec}.configMap)}}"))
+        ),
+    );
+    let mutation = BoundMutation::new(
+        MIGRATION,
+        RULE,
+        "migrateLegacy: a legacy spec rewritten into its union member",
+        MutatingPolicySpec {
+            // A rewrite that cannot be applied fails the write with its
+            // error rather than leaving the legacy spec in place unsaid.
+            failure_policy: "Fail".into(),
+            match_constraints: MatchResources {
+                resource_rules: rules.clone(),
+            },
+            match_conditions: conditions.clone(),
+            variables: variables.clone(),
+            mutations: vec![Mutation {
+                patch_type: "JSONPatch".into(),
+                json_patch: JsonPatch { expression: patch },
+            }],
+            // Idempotent: a rewritten spec has no legacy key left.
+            reinvocation_policy: "IfNeeded".into(),
+        },
+    );
+    let preview = BoundPolicy::new(
+        &format!("{MIGRATION}-preview"),
+        RULE,
+        "roll-out preview of migrateLegacy: warns where the mutation would rewrite a spec",
+        PolicySpec {
+            match_conditions: conditions,
+            ..PolicySpec::fail_closed(
+                MatchResources {
+                    resource_rules: rules,
+                },
+                variables,
+                vec![Validation {
+                    expression: "!variables.migrate".into(),
+                    message: Some(format!(
+                        "MutatingAdmissionPolicy {MIGRATION} would rewrite this spec"
+                    )),
+                    message_expression: Some(format!(
+                        "'MutatingAdmissionPolicy {MIGRATION} would rewrite the deprecated ' + \
+                         {keys} + ' to ' + variables.nReplacement",
+                        keys = join_and("variables.nLegacyKeys.map(k, 'spec.' + k)"),
+                    )),
+                    reason: None,
+                }],
+            )
+        },
+        &["Warn", "Audit"],
+    );
+    (mutation, preview)
 }
 
 /// The one-source rule in the CatalogSource CRD of today (operator-framework
@@ -273,7 +446,9 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
     let present = |key: &str| format!("has({s}.{key})");
     let string_of = |key: &str| format!("({present} ? {s}.{key} : '')", present = present(key));
     let empty = |value: &str| format!("{value}.matches('^{WS}*$')");
-    let address_problem = |field: &str, key_present: &str, value: &str| {
+    // `why` names the variable holding address_why(value): computed once,
+    // where the expression needs it, rather than written out twice.
+    let address_problem = |field: &str, key_present: &str, value: &str, why: &str| {
         format!(
             "(!{key_present} ? ['{field} is missing: write the host:port of the running \
              registry, e.g. my-registry.my-namespace.svc:50051'] : {empty_value} ? ['{field} is \
@@ -282,7 +457,6 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
              '\" is not host:port (' + {why} + '); write it as e.g. \
              my-registry.my-namespace.svc:50051'])",
             empty_value = empty(value),
-            why = address_why(value),
         )
     };
     let how = if union {
@@ -351,8 +525,28 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
         address = present("address"),
         gpc = present("grpcPodConfig"),
         image_empty = empty(&string_of("image")),
-        address_problem = address_problem("spec.address", "true", &string_of("address")),
+        address_problem = address_problem(
+            "spec.address",
+            "true",
+            &string_of("address"),
+            &v("AddressWhy")
+        ),
     );
+    // What is wrong with spec.address ('' when nothing), evaluated only
+    // where a problem list reads it.
+    out.push(named(
+        &format!("{p}AddressWhy"),
+        &address_why(&string_of("address")),
+    ));
+    if union {
+        out.push(named(
+            &format!("{p}MemberAddressWhy"),
+            &format!(
+                "has({s}.catalogServiceSource) && has({s}.catalogServiceSource.address) ? {} : ''",
+                address_why(&format!("{s}.catalogServiceSource.address"))
+            ),
+        ));
+    }
     let configmap_alone = if union {
         format!(
             "'spec.sourceType \"' + {source_type} + '\" needs spec.configMap; better, write \
@@ -397,10 +591,13 @@ fn problems_of(object: &str, p: &str, settings: &Settings) -> Vec<NamedExpressio
         "({source_type} == 'grpc' ? {grpc} : {source_type} == 'configmap' || {source_type} == \
          'internal' ? {configmap} : {unknown_source_type})"
     );
+    if union {
+        out.extend(none_found_why(&s, p, legacy_counts));
+    }
     out.push(named(
         &format!("{p}NoneFound"),
         &if union {
-            none_found(&s, p, legacy_counts, &how)
+            none_found(p, &how)
         } else {
             // The CRD requires sourceType, so with no source beside it the
             // type alone is what is there; but an UPDATE of an object stored
@@ -561,7 +758,7 @@ fn member_problem(s: &str, p: &str) -> String {
     let members = format!("variables.{p}Members");
     let empty = |value: &str| format!("{value}.matches('^{WS}*$')");
     let address = format!("{s}.catalogServiceSource.address");
-    let why = address_why(&address);
+    let why = format!("variables.{p}MemberAddressWhy");
     format!(
         "({members}[0] == 'catalogImageSource' ? (!has({s}.catalogImageSource.catalogImage) ? \
          ['spec.catalogImageSource.catalogImage is missing: name the operator-registry image to \
@@ -594,20 +791,17 @@ fn several(p: &str) -> String {
          string(size({alts})) + ': ' + {names} + '; ' + ('legacy' in {alts} ? 'keep one of \
          them; to keep a union member, remove the deprecated ' + {deprecated} : 'keep one of \
          them and remove the others')]",
-        names = join_and(&format!(
-            "{alts}.map(a, a == 'legacy' ? 'the legacy ' + {} : 'spec.' + a)",
-            join_and(&format!(
-                "{}.filter(k, k != 'grpcPodConfig').map(k, 'spec.' + k)",
-                v("Deprecated")
-            )),
-        )),
-        deprecated = join_and(&format!("{}.map(k, 'spec.' + k)", v("Deprecated"))),
+        names = join_and(&v("AlternativeNames")),
+        deprecated = join_and(&v("DeprecatedFields")),
     )
 }
 
 /// Rule 2, none found, on a CRD with the union members: why the keys that
 /// are there do not count.
-fn none_found(s: &str, p: &str, legacy_counts: bool, how: &str) -> String {
+/// Why a spec under the union terms configures no source: the reasons
+/// the denial puts in parentheses (`{p}NoneWhy`), after the lists it words
+/// (each named once, since [`join_and`] reads its list six times).
+fn none_found_why(s: &str, p: &str, legacy_counts: bool) -> Vec<NamedExpression> {
     let v = |name: &str| format!("variables.{p}{name}");
     let deprecated = v("Deprecated");
     let sources = format!("{deprecated}.filter(k, k != 'grpcPodConfig')");
@@ -615,41 +809,59 @@ fn none_found(s: &str, p: &str, legacy_counts: bool, how: &str) -> String {
                           'spec.catalogServiceSource.address', 'configMap': \
                           'spec.configMapSource.configMap', 'grpcPodConfig': \
                           'spec.catalogImageSource.podSpecOverrides'}";
-    let spec_fields = |list: &str| join_and(&format!("{list}.map(k, 'spec.' + k)"));
-    let has_or_have = |list: &str| format!("(size({list}) == 1 ? 'has' : 'have')");
-    let replaced = format!("{deprecated}.filter(k, k != 'sourceType')");
+    let lists = vec![
+        named(
+            &format!("{p}DeprecatedFields"),
+            &format!("{deprecated}.map(k, 'spec.' + k)"),
+        ),
+        named(
+            &format!("{p}DeprecatedReplacements"),
+            &format!(
+                "{deprecated}.filter(k, k != 'sourceType').map(k, 'spec.' + k + ' with ' + \
+                 {replacement_of}[k] + (k == 'grpcPodConfig' && {} != '' ? ' (' + {} + ')' : \
+                 ''))",
+                v("Unportable"),
+                v("UnportableReason"),
+            ),
+        ),
+        named(&format!("{p}Sources"), &sources),
+        named(
+            &format!("{p}SourceFields"),
+            &format!("{}.map(k, 'spec.' + k)", v("Sources")),
+        ),
+        named(
+            &format!("{p}SourceReplacements"),
+            &format!("{}.map(k, {replacement_of}[k])", v("Sources")),
+        ),
+        named(
+            &format!("{p}AlternativeNames"),
+            &format!(
+                "{}.map(a, a == 'legacy' ? 'the legacy ' + {} : 'spec.' + a)",
+                v("Alternatives"),
+                join_and(&v("SourceFields")),
+            ),
+        ),
+    ];
     let not_accepted = format!(
         "['the deprecated ' + {fields} + (size({deprecated}) == 1 ? ' is' : ' are') + ' not \
-         accepted here because allowLegacy is false' + (size({replaced}) == 0 ? '' : '; replace \
-         ' + {replacements})]",
-        fields = spec_fields(&deprecated),
-        replaced = replaced,
-        replacements = join_and(&format!(
-            "{deprecated}.filter(k, k != 'sourceType').map(k, 'spec.' + k + ' with ' + \
-             {replacement_of}[k] + (k == 'grpcPodConfig' && {} != '' ? ' (' + {} + ')' : ''))",
-            v("Unportable"),
-            v("UnportableReason"),
-        )),
+         accepted here because allowLegacy is false' + (size({replacements}) == 0 ? '' : '; \
+         replace ' + {joined})]",
+        fields = join_and(&v("DeprecatedFields")),
+        replacements = v("DeprecatedReplacements"),
+        joined = join_and(&v("DeprecatedReplacements")),
     );
     let without_type = format!(
-        "(size({sources}) == 0 ? [] : [{union} ? 'the deprecated ' + {fields} + ' ' + {hh} + ' \
-         no spec.sourceType, so no legacy source is configured; rather than adding one, write ' \
-         + {replacements} + ' instead' : {fields} + ' ' + {hh} + ' no spec.sourceType, so no \
-         catalog is configured; add ' + {add} + (size({sources}) == 1 ? '' : ' and keep only \
-         one of them')]) + (!('grpcPodConfig' in {s} && {s}.grpcPodConfig != null) ? [] : \
-         [{union} ? 'the deprecated spec.grpcPodConfig only tunes a registry pod and names no \
-         catalog; its replacement spec.catalogImageSource.podSpecOverrides goes beside \
-         spec.catalogImageSource.catalogImage' + ({unportable} != '' ? ', but ' + {reason} : '') \
-         : 'spec.grpcPodConfig only tunes the registry pod of spec.sourceType: grpc with \
-         spec.image and names no catalog'])",
-        union = "true",
-        fields = spec_fields(&sources),
-        hh = has_or_have(&sources),
-        replacements = join_and(&format!("{sources}.map(k, {replacement_of}[k])")),
-        add = join_and(&format!(
-            "{sources}.map(k, 'spec.sourceType: ' + (k == 'configMap' ? 'configmap' : 'grpc') + \
-             ' for spec.' + k)"
-        )),
+        "(size({sources}) == 0 ? [] : ['the deprecated ' + {fields} + ' ' + (size({sources}) \
+         == 1 ? 'has' : 'have') + ' no spec.sourceType, so no legacy source is configured; \
+         rather than adding one, write ' + {replacements} + ' instead']) + (!('grpcPodConfig' in \
+         {s} && {s}.grpcPodConfig != null) ? [] : ['the deprecated spec.grpcPodConfig only tunes \
+         a registry pod and names no catalog; its replacement \
+         spec.catalogImageSource.podSpecOverrides goes beside \
+         spec.catalogImageSource.catalogImage' + ({unportable} != '' ? ', but ' + {reason} : \
+         '')])",
+        sources = v("Sources"),
+        fields = join_and(&v("SourceFields")),
+        replacements = join_and(&v("SourceReplacements")),
         unportable = v("Unportable"),
         reason = v("UnportableReason"),
     );
@@ -657,15 +869,24 @@ fn none_found(s: &str, p: &str, legacy_counts: bool, how: &str) -> String {
         "['spec.sourceType \"' + string({s}.sourceType) + '\" alone names no catalog: legacy \
          sources also need spec.image, spec.address or spec.configMap']"
     );
-    let why = format!(
-        "(size({deprecated}) > 0 && !{legacy_counts} ? {not_accepted} : !('sourceType' in {s} \
-         && {s}.sourceType != null) && size({deprecated}) > 0 ? {without_type} : 'sourceType' in \
-         {s} && {s}.sourceType != null ? {source_type_alone} : [])"
-    );
-    let union = "true";
+    let mut out = lists;
+    out.push(named(
+        &format!("{p}NoneWhy"),
+        &format!(
+            "(size({deprecated}) > 0 && !{legacy_counts} ? {not_accepted} : !('sourceType' in {s} \
+             && {s}.sourceType != null) && size({deprecated}) > 0 ? {without_type} : \
+             'sourceType' in {s} && {s}.sourceType != null ? {source_type_alone} : [])"
+        ),
+    ));
+    out
+}
+
+/// Rule 2's denial for a spec under the union terms that configures no
+/// source, with its reasons (`{p}NoneWhy`) and the way to fix it (`how`).
+fn none_found(p: &str, how: &str) -> String {
+    let why = format!("variables.{p}NoneWhy");
     format!(
-        "'spec must configure exactly one catalog source' + ({union} ? ' (oneOf)' : '') + ' but \
-         configures none' + \
+        "'spec must configure exactly one catalog source (oneOf) but configures none' + \
          (size({why}) == 0 ? '' : ' (' + {why}.join('; ') + ')') + '; ' + {how}"
     )
 }

@@ -17,7 +17,10 @@ use serde_json::Value as Json;
 use super::{
     Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch, cel_string, user_text,
 };
-use crate::model::{BoundPolicy, MatchResources, PolicySpec, Validation, named, rule_for};
+use crate::model::{
+    BoundMutation, BoundPolicy, JsonPatch, MatchResources, MutatingPolicySpec, Mutation,
+    PolicySpec, Validation, json_patch_op, named, rule_for,
+};
 
 /// The rule's name.
 pub const RULE: &str = "group-authorization";
@@ -66,10 +69,10 @@ pub const CHECKS: &[Check] = &[
     ),
     Check::new(
         "backfillGroupFromLabel: copy the owner-name label into a missing spec.group (rule 7)",
-        Enforcement::ModuleOnly,
-        "a mutation: a ValidatingAdmissionPolicy cannot change the object (a \
-         MutatingAdmissionPolicy could, but it is beta and off by default before Kubernetes \
-         1.34)",
+        Enforcement::Mutation,
+        "a MutatingAdmissionPolicy adds spec.group from the label before the validating \
+         policies judge the object (Kubernetes 1.36, or 1.34-1.35 with the v1beta1 API); the \
+         module's warning that it copied the label has no native counterpart",
     ),
 ];
 
@@ -103,14 +106,6 @@ fn not_authorized(group: &str, note: &str) -> String {
 /// The policies for `settings`; `cluster` may hold the ClusterObjectSet CRD
 /// the staged patches are written against.
 pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native, GenerateError> {
-    if settings.backfill_group_from_label {
-        return Err(GenerateError::NotNative {
-            rule: RULE,
-            setting: "backfillGroupFromLabel: true",
-            reason: "filling spec.group from the label is a mutation; run the module, or leave \
-                     the setting off and have clients set spec.group",
-        });
-    }
     let lbl = cel_string(OWNER_NAME_LABEL);
     let collectors = settings
         .garbage_collectors
@@ -311,12 +306,104 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
         policies.push(kept_without_group_warning(variables));
         schema_patches = staged_schema_patches(cluster)?;
     }
+    // backfillGroupFromLabel is refused by the settings without
+    // requireSpecGroup, as the module refuses it.
+    let (mutations, mutation_previews) = if settings.backfill_group_from_label {
+        let (mutation, preview) = backfill();
+        (vec![mutation], vec![preview])
+    } else {
+        (Vec::new(), Vec::new())
+    };
     Ok(Native {
         rule: RULE,
         policies,
         schema_patches,
+        mutations,
+        mutation_previews,
         checks: CHECKS,
     })
+}
+
+/// The name of the mutating policy that backfills `spec.group`.
+const BACKFILL: &str = "olm-guard-group-authorization-backfill";
+
+/// Rule 7 as a MutatingAdmissionPolicy: a ClusterObjectSet written without
+/// `spec.group` but with the owner-name label gets `spec.group` set to the
+/// label (the proposal's "Backfill spec.group from the existing label
+/// value"), on CREATE and UPDATE, before the validating policies judge it;
+/// and the roll-out's preview of it, a validating policy that warns where
+/// the mutation would change an object.
+fn backfill() -> (BoundMutation, BoundPolicy) {
+    let lbl = cel_string(OWNER_NAME_LABEL);
+    let match_constraints = MatchResources {
+        resource_rules: vec![rule_for(GROUP, VERSION, RESOURCE, &["CREATE", "UPDATE"])],
+    };
+    // The conditions select exactly the objects the module backfills, so
+    // that the mutation never runs as an empty patch (which would still
+    // make the API server reinvoke the mutating chain).
+    let conditions = vec![
+        named(
+            "without-spec-group",
+            "!has(object.spec) || !has(object.spec.group)",
+        ),
+        named(
+            "with-owner-label",
+            &format!("has(object.metadata.labels) && {lbl} in object.metadata.labels"),
+        ),
+    ];
+    let label = format!("string(object.metadata.labels[{lbl}])");
+    let patch = format!(
+        "has(object.spec) ? [{}] : [{}]",
+        json_patch_op("add", "'/spec/group'", Some(&label)),
+        json_patch_op("add", "'/spec'", Some(&format!("{{'group': {label}}}"))),
+    );
+    let mutation = BoundMutation::new(
+        BACKFILL,
+        RULE,
+        "backfillGroupFromLabel: spec.group copied from the owner-name label where it is missing",
+        MutatingPolicySpec {
+            // A mutation that cannot be applied fails the write with its
+            // error, rather than letting the object through unchanged to
+            // be judged without the group the setting promises.
+            failure_policy: "Fail".into(),
+            match_constraints: match_constraints.clone(),
+            match_conditions: conditions.clone(),
+            variables: Vec::new(),
+            mutations: vec![Mutation {
+                patch_type: "JSONPatch".into(),
+                json_patch: JsonPatch { expression: patch },
+            }],
+            // Idempotent (its conditions are false once it ran), so
+            // running it again costs nothing; and a later mutation (a
+            // webhook adding the label) is then backfilled too.
+            reinvocation_policy: "IfNeeded".into(),
+        },
+    );
+    let preview = BoundPolicy::new(
+        &format!("{BACKFILL}-preview"),
+        RULE,
+        "roll-out preview of backfillGroupFromLabel: warns where the mutation would set spec.group",
+        PolicySpec {
+            match_conditions: conditions,
+            ..PolicySpec::fail_closed(
+                match_constraints,
+                Vec::new(),
+                vec![Validation {
+                    expression: "false".into(),
+                    message: Some(format!(
+                        "MutatingAdmissionPolicy {BACKFILL} would set spec.group"
+                    )),
+                    message_expression: Some(format!(
+                        "'MutatingAdmissionPolicy {BACKFILL} would set spec.group: ' + {label} + \
+                         ' (the value of label {OWNER_NAME_LABEL})'"
+                    )),
+                    reason: None,
+                }],
+            )
+        },
+        &["Warn", "Audit"],
+    );
+    (mutation, preview)
 }
 
 /// Under `requireSpecGroup`, the module's warning on an UPDATE that leaves

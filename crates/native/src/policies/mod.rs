@@ -10,7 +10,7 @@ pub mod scope_rbac;
 
 use serde_json::Value as Json;
 
-use crate::model::BoundPolicy;
+use crate::model::{BoundMutation, BoundPolicy};
 
 /// Where one check of a rule is enforced on a cluster without Kubewarden.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +21,9 @@ pub enum Enforcement {
     Params,
     /// A generated CRD validation rule (`x-kubernetes-validations`).
     Schema,
+    /// A generated MutatingAdmissionPolicy changes the object before the
+    /// validating policies judge it.
+    Mutation,
     /// Only the module can: it needs what CEL cannot see or do.
     ModuleOnly,
 }
@@ -32,6 +35,7 @@ impl Enforcement {
             Enforcement::Policy => "native policy",
             Enforcement::Params => "native policy with params",
             Enforcement::Schema => "CRD rule",
+            Enforcement::Mutation => "native mutating policy",
             Enforcement::ModuleOnly => "module only",
         }
     }
@@ -112,6 +116,13 @@ pub struct Native {
     pub policies: Vec<BoundPolicy>,
     /// CRD patches.
     pub schema_patches: Vec<SchemaPatch>,
+    /// MutatingAdmissionPolicies (for settings that rewrite the object),
+    /// in `admissionregistration.k8s.io/v1`.
+    pub mutations: Vec<BoundMutation>,
+    /// For the roll-out's first look (`--actions warn`): a validating
+    /// policy per mutation that warns and audits where the mutation would
+    /// change an object, in its place.
+    pub mutation_previews: Vec<BoundPolicy>,
     /// Every check of the rule, native or not.
     pub checks: &'static [Check],
 }
@@ -124,7 +135,8 @@ impl Native {
     /// annotation in the API server's audit log
     /// (`validation.policy.admission.k8s.io/validation_failure`). Bindings
     /// that only warn stay as they are; CRD patches are left out, since a
-    /// schema has no warn-only mode.
+    /// schema has no warn-only mode; each mutation is replaced by its
+    /// preview, which warns where it would change the object.
     pub fn warn_only(mut self) -> Native {
         for bound in &mut self.policies {
             let actions = &mut bound.binding.spec.validation_actions;
@@ -133,6 +145,18 @@ impl Native {
             }
         }
         self.schema_patches.clear();
+        self.mutations.clear();
+        self.policies.append(&mut self.mutation_previews);
+        self
+    }
+
+    /// The mutations in the API version the cluster serves.
+    pub fn mutations_in(mut self, version: crate::model::MutatingApiVersion) -> Native {
+        self.mutations = self
+            .mutations
+            .into_iter()
+            .map(|m| m.in_version(version))
+            .collect();
         self
     }
 }

@@ -310,6 +310,8 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         rule: RULE,
         policies,
         schema_patches: Vec::new(),
+        mutations: Vec::new(),
+        mutation_previews: Vec::new(),
         checks: CHECKS,
     })
 }

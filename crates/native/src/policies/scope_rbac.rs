@@ -270,6 +270,8 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
         rule: RULE,
         policies: vec![policy],
         schema_patches: Vec::new(),
+        mutations: Vec::new(),
+        mutation_previews: Vec::new(),
         checks: CHECKS,
     })
 }

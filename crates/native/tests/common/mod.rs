@@ -33,6 +33,8 @@ fn every_form() -> Vec<(Value, Native)> {
         json!({"forbidClusterScopedResources": true}),
         json!({"allowFeeding": ["admin"]}),
         json!({"requireSpecGroup": true}),
+        json!({"requireSpecGroup": true, "backfillGroupFromLabel": true}),
+        json!({"migrateLegacy": true}),
     ];
     let mut forms = Vec::new();
     for rule in RULES {

@@ -10,6 +10,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::Value;
 
+use olm_guard_native::model::MutatingApiVersion;
 use olm_guard_native::policies::{GenerateError, RULES};
 use olm_guard_native::render;
 
@@ -27,6 +28,8 @@ Examples:
   olm-guard scaffold vap all --actions warn -o first-look   # roll-out: warn and audit, deny nothing
   olm-guard scaffold vap all --sizes      # each policy's size and compile time, as Markdown
   olm-guard scaffold vap --table          # what each rule enforces natively, as Markdown
+  olm-guard scaffold vap catalog-union --settings catalog-union=migrate.yaml \
+      --api-resources <(kubectl api-resources -o wide) -o native   # + a MutatingAdmissionPolicy
 
 With -o, each rule gets <rule>.yaml (policies and bindings) and, where the
 CRD can carry part of the rule, <rule>.crd-patch*.json, applied in the order
@@ -35,17 +38,31 @@ listed on stderr with `kubectl patch crd <name> --type json --patch-file
 --cluster), else against the upstream copy olm-guard ships; it appends to
 the validation rules the CRD has and never replaces them.
 
+Settings that rewrite the object (group-authorization's
+backfillGroupFromLabel, catalog-union's migrateLegacy) also get a
+MutatingAdmissionPolicy and its binding: <rule>.mutating.yaml with -o, after
+the validating policies otherwise. Kubernetes serves it as
+admissionregistration.k8s.io/v1 from 1.36, and as v1beta1 on 1.34 and 1.35
+with the MutatingAdmissionPolicy feature gate and that API enabled: give
+--mutating-api-version, or --api-resources (kubectl api-resources -o wide) to
+take the version the cluster serves (and refuse a cluster that serves none).
+
 --actions warn writes the roll-out form: every binding that would deny warns
 the client and annotates the audit log instead (validationActions [Warn,
-Audit]), and no CRD patch is written. Apply it first, read the warnings and
-the audit log, then apply the default (deny) form.
+Audit]), no CRD patch is written, and each mutation is replaced by a
+validating policy that warns (and audits) where it would change an object.
+Apply it first, read the warnings and the audit log, then apply the default
+form.
 
 A rule with no native form (og-intersection), or settings only the module
-can honour (a mutation such as backfillGroupFromLabel), is reported on
-stderr and skipped.
+can honour (autoIncrementRevision, mode: covers), is reported on stderr and
+skipped; when every rule asked for is skipped, nothing is written and the
+exit code is 2.
 
 Exit codes: 0 written; 2 an unknown rule, unreadable or invalid settings,
-an unreadable --cluster, or a --crd that is not a CRD the patch fits.")]
+an unreadable --cluster, a --crd that is not a CRD the patch fits, a cluster
+(--api-resources) that serves no MutatingAdmissionPolicy for settings that
+need one, or every rule asked for skipped.")]
 pub struct VapArgs {
     /// Rules (module names), or `all`.
     #[arg(required_unless_present = "table")]
@@ -77,6 +94,30 @@ pub struct VapArgs {
     /// instead of the policies.
     #[arg(long, conflicts_with = "output_dir")]
     pub sizes: bool,
+    /// The API version of the MutatingAdmissionPolicies written for
+    /// settings that rewrite the object: v1 (Kubernetes 1.36+) or v1beta1
+    /// (1.34-1.35 with the feature gate); the one `--api-resources` lists
+    /// otherwise, else v1.
+    #[arg(long, value_enum, value_name = "VERSION")]
+    pub mutating_api_version: Option<MutatingVersion>,
+}
+
+/// `--mutating-api-version`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MutatingVersion {
+    /// admissionregistration.k8s.io/v1.
+    V1,
+    /// admissionregistration.k8s.io/v1beta1.
+    V1beta1,
+}
+
+impl From<MutatingVersion> for MutatingApiVersion {
+    fn from(version: MutatingVersion) -> Self {
+        match version {
+            MutatingVersion::V1 => MutatingApiVersion::V1,
+            MutatingVersion::V1beta1 => MutatingApiVersion::V1Beta1,
+        }
+    }
 }
 
 /// `--actions`.
@@ -110,6 +151,7 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
     }
     let mut written = Vec::new();
     let mut generated = Vec::new();
+    let mut skipped = 0;
     for rule in &rules {
         let rule_settings = settings
             .iter()
@@ -120,9 +162,15 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
             Ok(native) => native,
             Err(e @ (GenerateError::ModuleOnly { .. } | GenerateError::NotNative { .. })) => {
                 eprintln!("olm-guard: skipped {e}");
+                skipped += 1;
                 continue;
             }
             Err(e) => bail!("{e}"),
+        };
+        let native = if native.mutations.is_empty() {
+            native
+        } else {
+            native.mutations_in(mutating_version(&args)?)
         };
         let (native, command) = match args.actions {
             Actions::Deny => (native, format!("{COMMAND} {rule}")),
@@ -136,18 +184,39 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         let yaml = render::policies_yaml(&native, &command);
+        let mutating = render::mutations_yaml(&native, &command);
         match &args.output_dir {
-            None => print!("{yaml}"),
+            None => {
+                print!("{yaml}");
+                if let Some(mutating) = &mutating {
+                    print!("---\n{mutating}");
+                }
+            }
             Some(dir) => {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("cannot create {}", dir.display()))?;
                 written.push(write(dir, &format!("{rule}.yaml"), &yaml)?);
+                if let Some(mutating) = &mutating {
+                    let file = format!("{rule}.mutating.yaml");
+                    written.push(write(dir, &file, mutating)?);
+                    eprintln!(
+                        "{file}: apply with {rule}.yaml; needs {}",
+                        version_of(&native).served_by()
+                    );
+                }
                 for patch in &native.schema_patches {
                     written.push(write(dir, &patch.file, &render::schema_patch_json(patch))?);
                     eprintln!("{}: {}", patch.file, patch.step);
                 }
             }
         }
+    }
+    if skipped == rules.len() {
+        eprintln!(
+            "olm-guard: nothing written: every rule asked for has no native form with these \
+             settings (above)"
+        );
+        return Ok(ExitCode::from(2));
     }
     if args.sizes {
         print!("{}", render::sizes_table(&generated)?);
@@ -156,6 +225,67 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
         eprintln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The API version of `native`'s mutations.
+fn version_of(native: &olm_guard_native::Native) -> MutatingApiVersion {
+    match native.mutations.first() {
+        Some(m) if m.policy.api_version != MutatingApiVersion::V1.as_str() => {
+            MutatingApiVersion::V1Beta1
+        }
+        _ => MutatingApiVersion::V1,
+    }
+}
+
+/// The MutatingAdmissionPolicy version to write: the flag's, else the one
+/// the `--api-resources` table lists (refusing a table that lists none),
+/// else v1.
+fn mutating_version(args: &VapArgs) -> anyhow::Result<MutatingApiVersion> {
+    if let Some(version) = args.mutating_api_version {
+        return Ok(version.into());
+    }
+    let Some(path) = &args.snapshot.api_resources else {
+        return Ok(MutatingApiVersion::V1);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --api-resources file {}", path.display()))?;
+    match served_mutating_version(&text).as_deref() {
+        Some("admissionregistration.k8s.io/v1") => Ok(MutatingApiVersion::V1),
+        Some("admissionregistration.k8s.io/v1beta1") => Ok(MutatingApiVersion::V1Beta1),
+        Some(other) => bail!(
+            "--api-resources {}: the cluster serves MutatingAdmissionPolicy as {other}, which \
+             olm-guard does not write (v1 from Kubernetes 1.36, v1beta1 on 1.34-1.35): upgrade \
+             the cluster, or leave the setting off and run the module for it",
+            path.display()
+        ),
+        None => bail!(
+            "--api-resources {}: the cluster serves no MutatingAdmissionPolicy, which these \
+             settings need (Kubernetes 1.36, or 1.34-1.35 with the MutatingAdmissionPolicy \
+             feature gate and admissionregistration.k8s.io/v1beta1 enabled): leave the setting \
+             off natively and run the module for it, or give --mutating-api-version",
+            path.display()
+        ),
+    }
+}
+
+/// The `apiVersion` a discovery table (`kubectl api-resources -o wide`,
+/// or a YAML list of `{apiVersion, kind, namespaced}`) gives
+/// MutatingAdmissionPolicy.
+fn served_mutating_version(text: &str) -> Option<String> {
+    const KIND: &str = "MutatingAdmissionPolicy";
+    if let Ok(list) = serde_yaml_ng::from_str::<Vec<Value>>(text) {
+        return list
+            .iter()
+            .find(|entry| entry.get("kind").and_then(Value::as_str) == Some(KIND))
+            .and_then(|entry| entry.get("apiVersion").and_then(Value::as_str))
+            .map(str::to_string);
+    }
+    text.lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .find(|words| words.contains(&KIND))?
+        .into_iter()
+        .find(|word| word.starts_with("admissionregistration.k8s.io/"))
+        .map(str::to_string)
 }
 
 /// The rules named, `all` for every one.
