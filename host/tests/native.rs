@@ -99,26 +99,192 @@ fn bad_input_is_one_line_and_exit_2() {
 fn settings_only_the_module_honours_are_skipped_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let settings = dir.path().join("s.yaml");
+    std::fs::write(&settings, "autoIncrementRevision: true\n").unwrap();
+    let pair = format!("revision-uniqueness={}", settings.display());
+    let alone = olm_guard(&[
+        "scaffold",
+        "vap",
+        "revision-uniqueness",
+        "--settings",
+        &pair,
+    ]);
+    // Nothing asked for could be written: a refused request, exit 2.
+    assert_eq!(alone.status.code(), Some(2), "{alone:?}");
+    assert!(alone.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&alone.stderr);
+    assert!(
+        stderr.contains("autoIncrementRevision: true cannot be enforced natively")
+            && stderr.contains("nothing written"),
+        "{stderr}"
+    );
+    let og = olm_guard(&["scaffold", "vap", "og-intersection"]);
+    assert_eq!(og.status.code(), Some(2), "{og:?}");
+    // Beside a rule that has a native form, the skip is normal.
+    let both = olm_guard(&["scaffold", "vap", "og-intersection", "catalog-union"]);
+    assert!(both.status.success(), "{both:?}");
+    assert!(!both.stdout.is_empty());
+}
+
+/// `backfillGroupFromLabel` and `migrateLegacy` get a
+/// MutatingAdmissionPolicy and its binding, in the API version the
+/// cluster serves; a cluster that serves none is refused.
+#[test]
+fn mutations_get_a_mutating_admission_policy_in_the_version_the_cluster_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("s.yaml");
     std::fs::write(
         &settings,
         "requireSpecGroup: true\nbackfillGroupFromLabel: true\n",
     )
     .unwrap();
     let pair = format!("group-authorization={}", settings.display());
-    let output = olm_guard(&[
+    let printed = olm_guard(&[
         "scaffold",
         "vap",
         "group-authorization",
         "--settings",
         &pair,
     ]);
-    assert!(output.status.success());
-    assert!(output.stdout.is_empty());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(printed.status.success(), "{printed:?}");
+    let stdout = String::from_utf8_lossy(&printed.stdout);
     assert!(
-        stderr.contains("backfillGroupFromLabel: true cannot be enforced natively"),
+        stdout.contains("kind: MutatingAdmissionPolicy\n")
+            && stdout.contains("kind: MutatingAdmissionPolicyBinding\n")
+            && stdout.contains("apiVersion: admissionregistration.k8s.io/v1\nkind: Mutating"),
+        "{stdout}"
+    );
+
+    // kubectl api-resources -o wide of a 1.35 cluster with the beta API.
+    let table = dir.path().join("api-resources.txt");
+    std::fs::write(
+        &table,
+        "NAME                            SHORTNAMES   APIVERSION                             NAMESPACED   KIND                             VERBS\n\
+         mutatingadmissionpolicies                    admissionregistration.k8s.io/v1beta1   false        MutatingAdmissionPolicy          create,delete,get,list\n\
+         validatingadmissionpolicies                  admissionregistration.k8s.io/v1        false        ValidatingAdmissionPolicy        create,delete,get,list\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let beta = olm_guard(&[
+        "scaffold",
+        "vap",
+        "group-authorization",
+        "--settings",
+        &pair,
+        "--api-resources",
+        table.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(beta.status.success(), "{beta:?}");
+    let mutating = std::fs::read_to_string(out.join("group-authorization.mutating.yaml")).unwrap();
+    assert!(
+        mutating.contains(
+            "apiVersion: admissionregistration.k8s.io/v1beta1\nkind: MutatingAdmissionPolicy\n"
+        ),
+        "{mutating}"
+    );
+    assert!(String::from_utf8_lossy(&beta.stderr).contains("Kubernetes 1.34 and 1.35"));
+    // The flag wins over the table.
+    let forced = olm_guard(&[
+        "scaffold",
+        "vap",
+        "group-authorization",
+        "--settings",
+        &pair,
+        "--api-resources",
+        table.to_str().unwrap(),
+        "--mutating-api-version",
+        "v1",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&forced.stdout).contains(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicy\n"
+        )
+    );
+
+    // A 1.33 cluster serves none: refused, saying what to do.
+    std::fs::write(
+        &table,
+        "NAME                            SHORTNAMES   APIVERSION                             NAMESPACED   KIND                             VERBS\n\
+         validatingadmissionpolicies                  admissionregistration.k8s.io/v1        false        ValidatingAdmissionPolicy        create,delete,get,list\n",
+    )
+    .unwrap();
+    let none = olm_guard(&[
+        "scaffold",
+        "vap",
+        "group-authorization",
+        "--settings",
+        &pair,
+        "--api-resources",
+        table.to_str().unwrap(),
+    ]);
+    assert_eq!(none.status.code(), Some(2), "{none:?}");
+    let stderr = String::from_utf8_lossy(&none.stderr);
+    assert!(
+        stderr.contains("serves no MutatingAdmissionPolicy") && stderr.contains("run the module"),
         "{stderr}"
     );
+
+    // The roll-out form: a warning policy in the mutation's place.
+    let warn = olm_guard(&[
+        "scaffold",
+        "vap",
+        "group-authorization",
+        "--settings",
+        &pair,
+        "--actions",
+        "warn",
+    ]);
+    let stdout = String::from_utf8_lossy(&warn.stdout);
+    assert!(
+        !stdout.contains("kind: MutatingAdmissionPolicy"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("name: olm-guard-group-authorization-backfill-preview"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn deploy_native_mutating_is_what_scaffold_vap_writes_for_it() {
+    let committed = root().join("deploy/native-mutating");
+    let out = tempfile::tempdir().unwrap();
+    let settings = |rule: &str| {
+        format!(
+            "{rule}={}",
+            committed.join(format!("{rule}.settings.yaml")).display()
+        )
+    };
+    let output = olm_guard(&[
+        "scaffold",
+        "vap",
+        "group-authorization",
+        "catalog-union",
+        "--settings",
+        &settings("group-authorization"),
+        "--settings",
+        &settings("catalog-union"),
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let mut written = files(out.path());
+    written.insert("group-authorization.settings.yaml".into());
+    written.insert("catalog-union.settings.yaml".into());
+    assert_eq!(
+        files(&committed),
+        written,
+        "deploy/native-mutating/ holds other files than scaffold vap writes: run make deploy"
+    );
+    for file in files(out.path()) {
+        let now = std::fs::read_to_string(out.path().join(&file)).unwrap();
+        let then = std::fs::read_to_string(committed.join(&file)).unwrap_or_default();
+        assert!(
+            now == then,
+            "deploy/native-mutating/{file} is stale: run make deploy"
+        );
+    }
 }
 
 #[test]
