@@ -396,10 +396,10 @@ fn judge_inputs(
     if let Some(difference) = evaluator_difference(&outcome, &kube) {
         return Ok(Judged::Disagree(difference));
     }
-    if let Some(mutated) = &mutation {
-        if let Some(problem) = mutation_difference(judges, &admit, mutated, &module)? {
-            return Ok(Judged::Disagree(problem));
-        }
+    if let Some(mutated) = &mutation
+        && let Some(problem) = mutation_difference(judges, &admit, mutated, &module)?
+    {
+        return Ok(Judged::Disagree(problem));
     }
     judges.evaluator_compared += 1;
     let operation = request.get("operation").and_then(Value::as_str);

@@ -295,15 +295,14 @@ fn migration(settings: &Settings) -> (BoundMutation, BoundPolicy) {
         ),
         json_patch_op("add", overrides, Some("{}")),
     );
+    let removed = format!(
+        "['sourceType', 'image', 'address', 'configMap', 'grpcPodConfig'].filter(k, k in \
+         {spec}).map(k, {})",
+        json_patch_op("remove", "'/spec/' + k", None)
+    );
     let patch = format!(
-        "!variables.migrate ? [] : {removed} + ({image} ? {image_source} : {spec}.sourceType \
-         == 'grpc' ? [{service}] : [{config_map}])",
-        removed = format!(
-            "['sourceType', 'image', 'address', 'configMap', 'grpcPodConfig'].filter(k, k in \
-             {spec}).map(k, {})",
-            json_patch_op("remove", "'/spec/' + k", None)
-        ),
-        image = format!("has({spec}.image)"),
+        "!variables.migrate ? [] : {removed} + (has({spec}.image) ? {image_source} : \
+         {spec}.sourceType == 'grpc' ? [{service}] : [{config_map}])",
         service = json_patch_op(
             "add",
             "'/spec/catalogServiceSource'",
