@@ -719,11 +719,20 @@ fn the_html_page_renders_in_headless_chromium() {
         let output = Command::new("timeout")
             .arg("120")
             .arg(&browser)
+            // As the playground's browser test starts it: without the
+            // background-networking flags Chromium tries Google's hosts at
+            // every start, which a machine without a network refuses.
             .args([
                 "--headless",
                 "--no-sandbox",
                 "--disable-gpu",
                 "--hide-scrollbars",
+                "--disable-dev-shm-usage",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
             ])
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .args(extra)

@@ -19,7 +19,6 @@
 //! a pass.
 
 use std::io::{BufRead, BufReader};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -78,11 +77,50 @@ fn needs() -> Needs {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
+/// ChromeDriver, listening on a port the system gave it: `--port=0` binds
+/// whatever port is free at the moment it binds, and ChromeDriver says
+/// which ("ChromeDriver was started successfully on port N."), so no port
+/// is picked first and taken by another process (or another test of this
+/// binary) before ChromeDriver binds it. Returns the driver and its port,
+/// or panics with what it printed.
+fn start_driver(chromedriver: &Path) -> (Killed, u16) {
+    let mut child = Command::new(chromedriver)
+        .arg("--port=0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver starts");
+    let stdout = child.stdout.take().expect("chromedriver's stdout is piped");
+    let driver = Killed(child);
+    // Read on a thread that drains the pipe for as long as ChromeDriver
+    // runs, so that a later line can never block it (or kill it with
+    // SIGPIPE once the pipe had no reader).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut printed = Vec::new();
+        let mut sent = false;
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if !sent && let Some(rest) = line.split("started successfully on port ").nth(1) {
+                let _ = tx.send(Ok(rest.trim_end_matches('.').trim().to_string()));
+                sent = true;
+            } else if !sent {
+                printed.push(line);
+            }
+        }
+        if !sent {
+            let _ = tx.send(Err(printed.join(" | ")));
+        }
+    });
+    match rx.recv_timeout(PATIENCE) {
+        Ok(Ok(port)) => {
+            let port = port
+                .parse()
+                .unwrap_or_else(|_| panic!("chromedriver printed no port number: {port}"));
+            (driver, port)
+        }
+        Ok(Err(printed)) => panic!("chromedriver exited before it listened: {printed}"),
+        Err(_) => panic!("chromedriver did not say it listened within {PATIENCE:?}"),
+    }
 }
 
 /// The page, the driver and a browser session on it.
@@ -97,23 +135,9 @@ struct Playground {
 impl Playground {
     async fn open(needs: &Needs) -> Playground {
         let (server, url) = serve(&needs.page);
-        let port = free_port();
-        let driver = Killed(
-            Command::new(&needs.chromedriver)
-                .arg(format!("--port={port}"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("chromedriver starts"),
-        );
-        let deadline = Instant::now() + PATIENCE;
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "chromedriver never listened on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        // Listening once it says so; its stdout, read no further, stays
+        // open (ChromeDriver logs nothing more there without --verbose).
+        let (driver, port) = start_driver(&needs.chromedriver);
         let profile = tempfile::tempdir().unwrap();
         // The flags Chromium needs as root in a sandbox without a network:
         // background connections would otherwise be refused by the dozen.

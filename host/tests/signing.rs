@@ -639,9 +639,12 @@ fn the_shipped_verification_config_wants_its_key_replaced() {
         ],
     ));
     assert!(
-        error.contains("deploy/verification-config.yml: allOf[0].key: not a point on P-256"),
+        error.contains("deploy/verification-config.yml: allOf[0].key: this is a placeholder")
+            && error.contains("put the contents of your cosign.pub in its place"),
         "{error}"
     );
+    // Said once: no error repeats itself through its source.
+    assert_eq!(error.matches("allOf[0].key").count(), 1, "{error}");
 
     let (_, public) = keygen(home, "cosign", PASSWORD);
     let text = std::fs::read_to_string(&shipped).unwrap();

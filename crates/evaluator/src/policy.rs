@@ -45,13 +45,14 @@ pub enum PolicyError {
         source: MetadataError,
     },
     /// An operation failed inside the module (trap, deadline, memory).
-    #[error("{operation}: {source}")]
+    /// (The error is in the message, not also a source, which `{:#}`
+    /// would print a second time.)
+    #[error("{operation}: {error}")]
     Call {
         /// The waPC operation.
         operation: &'static str,
         /// What went wrong.
-        #[source]
-        source: CallError,
+        error: CallError,
     },
     /// The module answered something that is not the operation's JSON.
     #[error("{operation} answer is not valid")]
@@ -175,9 +176,9 @@ impl Policy {
         let bytes = self
             .module
             .call(OPERATION, &[], Arc::new(NoHost))
-            .map_err(|source| PolicyError::Call {
+            .map_err(|error| PolicyError::Call {
                 operation: OPERATION,
-                source,
+                error,
             })?;
         serde_json::from_slice(&bytes).map_err(|source| PolicyError::Answer {
             operation: OPERATION,
@@ -201,9 +202,9 @@ impl Policy {
         let bytes = self
             .module
             .call(OPERATION, &payload, Arc::new(NoHost))
-            .map_err(|source| PolicyError::Call {
+            .map_err(|error| PolicyError::Call {
                 operation: OPERATION,
-                source,
+                error,
             })?;
         let answer: Answer =
             serde_json::from_slice(&bytes).map_err(|source| PolicyError::Answer {

@@ -68,12 +68,12 @@ pub enum HarnessError {
     )]
     Build(String),
     /// The built program could not be started or stopped answering.
-    #[error("the Kubernetes harness {what}: {source}")]
+    #[error("the Kubernetes harness {what}: {error}")]
     Io {
         /// What was being done.
         what: &'static str,
         /// The cause.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// An answer that is not the protocol's.
     #[error("the Kubernetes harness answered what is not its protocol: {0}")]
@@ -185,9 +185,9 @@ impl KubeHarness {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|source| HarnessError::Io {
+            .map_err(|error| HarnessError::Io {
                 what: "cannot be started",
-                source,
+                error,
             })?;
         let stdin = child
             .stdin
@@ -212,22 +212,22 @@ impl KubeHarness {
         self.stdin
             .write_all(line.as_bytes())
             .and_then(|()| self.stdin.flush())
-            .map_err(|source| HarnessError::Io {
+            .map_err(|error| HarnessError::Io {
                 what: "stopped reading requests",
-                source,
+                error,
             })?;
         let mut answer = String::new();
         let read = self
             .stdout
             .read_line(&mut answer)
-            .map_err(|source| HarnessError::Io {
+            .map_err(|error| HarnessError::Io {
                 what: "stopped answering",
-                source,
+                error,
             })?;
         if read == 0 {
             return Err(HarnessError::Io {
                 what: "exited without answering",
-                source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+                error: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
             });
         }
         let value: Value = serde_json::from_str(&answer)

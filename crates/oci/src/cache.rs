@@ -65,9 +65,9 @@ impl Cached {
 /// Write through a temporary file and rename, so a reader never sees half
 /// a module and two concurrent pulls do not corrupt each other.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OciError> {
-    let io = |source| OciError::Io {
+    let io = |error| OciError::Io {
         path: path.display().to_string(),
-        source,
+        error,
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io)?;

@@ -166,14 +166,14 @@ pub enum OciError {
         /// Each failed constraint, on one line (`Report::refusal`).
         refusal: String,
     },
-    /// A local file cannot be read or written.
-    #[error("{path}: {source}")]
+    /// A local file cannot be read or written. (The I/O error is in the
+    /// message, not also a source, which `{:#}` would print a second time.)
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: String,
         /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -483,9 +483,9 @@ impl Session {
 
 /// Read a file, naming it in the error.
 pub fn read_file(path: &Path) -> Result<Vec<u8>, OciError> {
-    std::fs::read(path).map_err(|source| OciError::Io {
+    std::fs::read(path).map_err(|error| OciError::Io {
         path: path.display().to_string(),
-        source,
+        error,
     })
 }
 

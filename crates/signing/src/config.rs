@@ -146,14 +146,14 @@ impl fmt::Display for Signature {
 /// place in it, and the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The file cannot be read.
-    #[error("{file}: {source}")]
+    /// The file cannot be read. (The I/O error is in the message, not
+    /// also a source, which `{:#}` would print a second time.)
+    #[error("{file}: {error}")]
     Io {
         /// The file.
         file: String,
         /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not what Kubewarden's format allows.
     #[error("{file}: {place}{reason}")]
@@ -166,7 +166,7 @@ pub enum ConfigError {
         reason: String,
     },
     /// A `pubKey` whose key cannot be used.
-    #[error("{0}")]
+    #[error(transparent)]
     Key(#[from] KeyError),
 }
 
@@ -174,9 +174,9 @@ impl VerificationConfig {
     /// Read and check the config at `path`.
     pub fn read(path: &std::path::Path) -> Result<VerificationConfig, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
             file: file.clone(),
-            source,
+            error,
         })?;
         VerificationConfig::parse(&text, &file)
     }

@@ -101,6 +101,14 @@ pub enum KeyError {
         /// The file.
         source_name: String,
     },
+    /// A placeholder (all zeros) where a public key belongs.
+    #[error(
+        "{source_name}: this is a placeholder, not a key (it verifies nothing): put the contents of your cosign.pub in its place (`olm-guard keygen` or `cosign generate-key-pair` writes one)"
+    )]
+    Placeholder {
+        /// The file or config field.
+        source_name: String,
+    },
     /// The key's contents are broken.
     #[error("{source_name}: {reason}")]
     Malformed {
@@ -289,7 +297,16 @@ impl PublicKey {
                 found: describe_algorithm(algorithm, curve, "public key"),
             });
         }
-        let key = VerifyingKey::from_sec1_bytes(spki.subject_public_key.raw_bytes())
+        let point = spki.subject_public_key.raw_bytes();
+        // An uncompressed point whose coordinates are all zeros is no key
+        // anyone generated: a placeholder, such as the one the shipped
+        // verification config carries until it is replaced.
+        if point.len() == 65 && point[0] == 4 && point[1..].iter().all(|b| *b == 0) {
+            return Err(KeyError::Placeholder {
+                source_name: source_name.to_owned(),
+            });
+        }
+        let key = VerifyingKey::from_sec1_bytes(point)
             .map_err(|e| malformed(format!("not a point on P-256 ({e})")))?;
         Ok(PublicKey { key })
     }

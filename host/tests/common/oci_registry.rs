@@ -1,11 +1,10 @@
 //! A real registry on loopback for the tests that push and pull: Debian's
 //! `docker-registry`, the CNCF distribution registry
-//! (https://github.com/distribution/distribution), on a free port with its
-//! own storage, stopped when dropped; and the CLI run against it, reading no
+//! (https://github.com/distribution/distribution), on a port the system
+//! gives it, with its own storage, stopped when dropped; and the CLI run against it, reading no
 //! credentials or cache of the user running the tests.
 
 use std::io::Read;
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -59,32 +58,17 @@ impl Drop for Registry {
 }
 
 impl Registry {
-    /// Start one, serving TLS with a test CA when `tls`. The port is one the
-    /// system had free a moment before; when another process takes it first,
-    /// the registry exits, and it is started again on another.
+    /// Start one, serving TLS with a test CA when `tls`, on a port the
+    /// system gives it: `addr: 127.0.0.1:0` binds whatever port is free at
+    /// the moment the registry binds, and the registry logs the address it
+    /// listens on ("listening on 127.0.0.1:N"), which is read back. No port
+    /// is picked beforehand, so none can be taken by another process (or
+    /// another test) before the registry binds it.
     pub fn start(tls: bool) -> Registry {
-        let mut failures = Vec::new();
-        for _ in 0..5 {
-            match Registry::start_once(tls) {
-                Ok(registry) => return registry,
-                Err(failure) => failures.push(failure),
-            }
-        }
-        panic!("docker-registry did not start: {}", failures.join("; "));
-    }
-
-    /// One try: the registry listening on its own port, or why not.
-    fn start_once(tls: bool) -> Result<Registry, String> {
         let binary = registry_binary();
         let dir = tempfile::tempdir().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let host = format!("127.0.0.1:{port}");
         let mut config = format!(
-            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\n",
+            "version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:0\n",
             dir.path().join("storage").display()
         );
         let ca = tls.then(|| {
@@ -113,36 +97,35 @@ impl Registry {
         let mut registry = Registry {
             child,
             dir,
-            host,
+            host: String::new(),
             ca,
         };
-        let exited = |registry: &mut Registry| {
-            registry
-                .child
-                .try_wait()
-                .unwrap()
-                .map(|status| format!("exited ({status}): {}", registry.log()))
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(&registry.host).is_err() {
-            if let Some(exit) = exited(&mut registry) {
-                return Err(exit);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        registry.host = loop {
+            if let Some(host) = registry.listening_on() {
+                break host;
+            }
+            if let Some(status) = registry.child.try_wait().unwrap() {
+                panic!("docker-registry exited ({status}): {}", registry.log());
             }
             assert!(
                 Instant::now() < deadline,
-                "docker-registry did not listen on {}: {}",
-                registry.host,
+                "docker-registry did not say where it listens within 60 s: {}",
                 registry.log()
             );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        // Whoever answered, our registry must still run: one that lost the
-        // port to another process exits at once.
-        std::thread::sleep(Duration::from_millis(100));
-        match exited(&mut registry) {
-            Some(exit) => Err(exit),
-            None => Ok(registry),
-        }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        registry
+    }
+
+    /// The address the registry logged it listens on, once it has.
+    fn listening_on(&self) -> Option<String> {
+        let log = self.log();
+        // `msg="listening on 127.0.0.1:N"`, with `, tls` after the address
+        // when it serves TLS.
+        let rest = log.split("msg=\"listening on ").nth(1)?;
+        let host = rest.split(['"', ',']).next()?;
+        (!host.ends_with(":0")).then(|| host.to_string())
     }
 
     /// What it logged.
