@@ -7,9 +7,6 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -411,7 +408,3 @@ func (r *recordingAttributes) AddAnnotation(key, value string) error {
 	r.annotations[key] = value
 	return nil
 }
-
-var _ = corev1.Namespace{}
-var _ = rbacv1.ClusterRole{}
-var _ = admissionregistrationv1.ValidatingAdmissionPolicy{}
