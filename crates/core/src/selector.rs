@@ -21,8 +21,145 @@ use crate::ObjectMeta;
 /// A selector the API server would refuse; the text says which key or term
 /// and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SelectorError(pub String);
+pub enum SelectorError {
+    /// A requirement of a structured selector ([`LabelSelector`]) is
+    /// invalid.
+    #[error(transparent)]
+    Requirement(#[from] RequirementError),
+    /// A string selector does not parse ([`Selector::parse`]).
+    #[error("invalid label selector \"{selector}\": {problem}")]
+    Syntax {
+        /// The selector as given.
+        selector: String,
+        /// Where and why it does not parse (in this message, so not also a
+        /// source).
+        problem: SyntaxError,
+    },
+    /// A field selector term is not `field=value` or `field!=value`.
+    #[error("{term:?} is not of the form field=value or field!=value")]
+    FieldTerm {
+        /// The term.
+        term: String,
+    },
+    /// A field selector names a field other than `metadata.name` and
+    /// `metadata.namespace`.
+    #[error("field {field:?} is not supported (only metadata.name and metadata.namespace)")]
+    Field {
+        /// The field.
+        field: String,
+    },
+}
+
+/// One label requirement the API server would refuse (apimachinery
+/// `NewRequirement`, `LabelSelectorAsSelector`), naming its key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequirementError {
+    /// A `matchExpressions` operator other than the four.
+    #[error(
+        "\"{operator}\" is not a valid label selector operator for key \"{key}\"; \
+         use In, NotIn, Exists or DoesNotExist"
+    )]
+    Operator {
+        /// The key.
+        key: String,
+        /// The operator given.
+        operator: String,
+    },
+    /// `In` or `NotIn` without a value.
+    #[error("key \"{key}\": the In and NotIn operators need at least one value")]
+    NoValues {
+        /// The key.
+        key: String,
+    },
+    /// `=` or `!=` with other than one value.
+    #[error("key \"{key}\": = and != need exactly one value")]
+    NotOneValue {
+        /// The key.
+        key: String,
+    },
+    /// `Exists` or `DoesNotExist` with values.
+    #[error("key \"{key}\": the Exists and DoesNotExist operators take no values")]
+    ValuesGiven {
+        /// The key.
+        key: String,
+    },
+    /// `>` or `<` with other than one integer.
+    #[error("key \"{key}\": > and < need exactly one integer value")]
+    NotOneInteger {
+        /// The key.
+        key: String,
+    },
+    /// A key whose prefix is not a DNS subdomain.
+    #[error("label key \"{key}\": the prefix before \"/\" must be a lower-case DNS subdomain")]
+    KeyPrefix {
+        /// The key.
+        key: String,
+    },
+    /// A key whose name part is not a label name.
+    #[error(
+        "label key \"{key}\" is not valid: the name part must be 1-63 characters of \
+         letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+    )]
+    KeyName {
+        /// The key.
+        key: String,
+    },
+    /// A value that is not a label value.
+    #[error(
+        "key \"{key}\": value \"{value}\" is not a valid label value (at most 63 \
+         letters, digits, '-', '_' or '.', starting and ending with a letter or digit)"
+    )]
+    Value {
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+    },
+}
+
+/// Where the string grammar of [`Selector::parse`] stops, and what it
+/// expected there (`found` is the rest of the selector).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SyntaxError {
+    /// A requirement is not followed by a comma.
+    #[error("expected \",\" before \"{found}\"")]
+    Comma {
+        /// The rest of the selector.
+        found: String,
+    },
+    /// A key is not followed by an operator.
+    #[error("after key \"{key}\" expected =, ==, !=, in, notin, > or <, found \"{found}\"")]
+    Operator {
+        /// The key.
+        key: String,
+        /// The rest of the selector.
+        found: String,
+    },
+    /// `in`/`notin` not followed by `(`.
+    #[error("expected \"(\" to start a value list, found \"{found}\"")]
+    ValueList {
+        /// The rest of the selector.
+        found: String,
+    },
+    /// A value list item not followed by `,` or `)`.
+    #[error("expected \",\" or \")\" in a value list, found \"{found}\"")]
+    ListSeparator {
+        /// The rest of the selector.
+        found: String,
+    },
+    /// The selector ends where a key was expected.
+    #[error("a label key is missing at the end")]
+    KeyAtEnd,
+    /// No key where one was expected.
+    #[error("expected a label key, found \"{found}\"")]
+    Key {
+        /// The rest of the selector.
+        found: String,
+    },
+    /// A requirement that parses but is invalid.
+    #[error(transparent)]
+    Requirement(#[from] RequirementError),
+}
 
 /// `metav1.LabelSelector`, as written in objects. Evaluate it through
 /// [`Selector::from_label_selector`].
@@ -101,10 +238,10 @@ impl Selector {
     pub fn from_label_selector(s: &LabelSelector) -> Result<Selector, SelectorError> {
         Selector::requirements_of(s)
             .map(Selector::sorted)
-            .map_err(SelectorError)
+            .map_err(SelectorError::Requirement)
     }
 
-    fn requirements_of(s: &LabelSelector) -> Result<Vec<Requirement>, String> {
+    fn requirements_of(s: &LabelSelector) -> Result<Vec<Requirement>, RequirementError> {
         let mut requirements = Vec::new();
         for (key, value) in &s.match_labels {
             requirements.push(Requirement::new(key, Operator::Equals, [value.clone()])?);
@@ -116,11 +253,10 @@ impl Selector {
                 "Exists" => Operator::Exists,
                 "DoesNotExist" => Operator::DoesNotExist,
                 other => {
-                    return Err(format!(
-                        "\"{other}\" is not a valid label selector operator for key \"{}\"; \
-                         use In, NotIn, Exists or DoesNotExist",
-                        expr.key
-                    ));
+                    return Err(RequirementError::Operator {
+                        key: expr.key.clone(),
+                        operator: other.to_string(),
+                    });
                 }
             };
             requirements.push(Requirement::new(
@@ -154,7 +290,10 @@ impl Selector {
         Parser::new(s)
             .parse()
             .map(Selector::sorted)
-            .map_err(|e| SelectorError(format!("invalid label selector \"{s}\": {e}")))
+            .map_err(|problem| SelectorError::Syntax {
+                selector: s.to_string(),
+                problem,
+            })
     }
 
     /// Whether `labels` meet every requirement.
@@ -212,29 +351,23 @@ impl Requirement {
         key: &str,
         operator: Operator,
         values: impl IntoIterator<Item = String>,
-    ) -> Result<Requirement, String> {
+    ) -> Result<Requirement, RequirementError> {
         validate_key(key)?;
         let values: BTreeSet<String> = values.into_iter().collect();
         match operator {
             Operator::In | Operator::NotIn if values.is_empty() => {
-                return Err(format!(
-                    "key \"{key}\": the In and NotIn operators need at least one value"
-                ));
+                return Err(RequirementError::NoValues { key: key.into() });
             }
             Operator::Equals | Operator::NotEquals if values.len() != 1 => {
-                return Err(format!("key \"{key}\": = and != need exactly one value"));
+                return Err(RequirementError::NotOneValue { key: key.into() });
             }
             Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
-                return Err(format!(
-                    "key \"{key}\": the Exists and DoesNotExist operators take no values"
-                ));
+                return Err(RequirementError::ValuesGiven { key: key.into() });
             }
             Operator::GreaterThan | Operator::LessThan => {
                 let single = values.len() == 1 && values.iter().all(|v| v.parse::<i64>().is_ok());
                 if !single {
-                    return Err(format!(
-                        "key \"{key}\": > and < need exactly one integer value"
-                    ));
+                    return Err(RequirementError::NotOneInteger { key: key.into() });
                 }
             }
             _ => {}
@@ -280,7 +413,7 @@ impl Requirement {
 
 /// A label key: an optional DNS-subdomain prefix and `/`, then a name of at
 /// most 63 alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric.
-fn validate_key(key: &str) -> Result<(), String> {
+fn validate_key(key: &str) -> Result<(), RequirementError> {
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -297,28 +430,23 @@ fn validate_key(key: &str) -> Result<(), String> {
                     && !part.ends_with('-')
             });
         if !dns {
-            return Err(format!(
-                "label key \"{key}\": the prefix before \"/\" must be a lower-case DNS subdomain"
-            ));
+            return Err(RequirementError::KeyPrefix { key: key.into() });
         }
     }
     if name.is_empty() || !is_label_name(name) {
-        return Err(format!(
-            "label key \"{key}\" is not valid: the name part must be 1-63 characters of \
-             letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-        ));
+        return Err(RequirementError::KeyName { key: key.into() });
     }
     Ok(())
 }
 
-fn validate_value(key: &str, value: &str) -> Result<(), String> {
+fn validate_value(key: &str, value: &str) -> Result<(), RequirementError> {
     if value.is_empty() || is_label_name(value) {
         Ok(())
     } else {
-        Err(format!(
-            "key \"{key}\": value \"{value}\" is not a valid label value (at most 63 \
-             letters, digits, '-', '_' or '.', starting and ending with a letter or digit)"
-        ))
+        Err(RequirementError::Value {
+            key: key.into(),
+            value: value.into(),
+        })
     }
 }
 
@@ -340,7 +468,7 @@ impl<'a> Parser<'a> {
         Parser { rest: input }
     }
 
-    fn parse(mut self) -> Result<Vec<Requirement>, String> {
+    fn parse(mut self) -> Result<Vec<Requirement>, SyntaxError> {
         let mut requirements = Vec::new();
         self.skip_space();
         if self.rest.is_empty() {
@@ -353,21 +481,23 @@ impl<'a> Parser<'a> {
                 return Ok(requirements);
             }
             if !self.eat(",") {
-                return Err(format!("expected \",\" before \"{}\"", self.rest));
+                return Err(SyntaxError::Comma {
+                    found: self.rest.to_string(),
+                });
             }
         }
     }
 
-    fn requirement(&mut self) -> Result<Requirement, String> {
+    fn requirement(&mut self) -> Result<Requirement, SyntaxError> {
         self.skip_space();
         if self.eat("!") {
             let key = self.word()?;
-            return Requirement::new(&key, Operator::DoesNotExist, []);
+            return Ok(Requirement::new(&key, Operator::DoesNotExist, [])?);
         }
         let key = self.word()?;
         self.skip_space();
         if self.rest.is_empty() || self.rest.starts_with(',') {
-            return Requirement::new(&key, Operator::Exists, []);
+            return Ok(Requirement::new(&key, Operator::Exists, [])?);
         }
         let operator = if self.eat("==") || self.eat("=") {
             Operator::Equals
@@ -382,26 +512,25 @@ impl<'a> Parser<'a> {
         } else if self.eat_keyword("in") {
             Operator::In
         } else {
-            return Err(format!(
-                "after key \"{key}\" expected =, ==, !=, in, notin, > or <, found \"{}\"",
-                self.rest
-            ));
+            return Err(SyntaxError::Operator {
+                key,
+                found: self.rest.to_string(),
+            });
         };
         let values = match operator {
             Operator::In | Operator::NotIn => self.value_list()?,
             _ => vec![self.value()],
         };
-        Requirement::new(&key, operator, values)
+        Ok(Requirement::new(&key, operator, values)?)
     }
 
     /// `(a, b)`; `()` is one empty value, as in apimachinery.
-    fn value_list(&mut self) -> Result<Vec<String>, String> {
+    fn value_list(&mut self) -> Result<Vec<String>, SyntaxError> {
         self.skip_space();
         if !self.eat("(") {
-            return Err(format!(
-                "expected \"(\" to start a value list, found \"{}\"",
-                self.rest
-            ));
+            return Err(SyntaxError::ValueList {
+                found: self.rest.to_string(),
+            });
         }
         let mut values = Vec::new();
         loop {
@@ -411,10 +540,9 @@ impl<'a> Parser<'a> {
                 return Ok(values);
             }
             if !self.eat(",") {
-                return Err(format!(
-                    "expected \",\" or \")\" in a value list, found \"{}\"",
-                    self.rest
-                ));
+                return Err(SyntaxError::ListSeparator {
+                    found: self.rest.to_string(),
+                });
             }
         }
     }
@@ -425,14 +553,16 @@ impl<'a> Parser<'a> {
         self.take_word()
     }
 
-    fn word(&mut self) -> Result<String, String> {
+    fn word(&mut self) -> Result<String, SyntaxError> {
         self.skip_space();
         let word = self.take_word();
         if word.is_empty() {
             Err(if self.rest.is_empty() {
-                "a label key is missing at the end".to_string()
+                SyntaxError::KeyAtEnd
             } else {
-                format!("expected a label key, found \"{}\"", self.rest)
+                SyntaxError::Key {
+                    found: self.rest.to_string(),
+                }
             })
         } else {
             Ok(word)
@@ -518,10 +648,6 @@ impl FieldSelector {
     /// assert!(FieldSelector::parse("spec.nodeName=n1").is_err());
     /// ```
     pub fn parse(text: &str) -> Result<FieldSelector, SelectorError> {
-        FieldSelector::parse_terms(text).map_err(SelectorError)
-    }
-
-    fn parse_terms(text: &str) -> Result<FieldSelector, String> {
         let mut requirements = Vec::new();
         for term in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             let (field, equals, value) = if let Some((f, v)) = term.split_once("!=") {
@@ -531,17 +657,15 @@ impl FieldSelector {
             } else if let Some((f, v)) = term.split_once('=') {
                 (f, true, v)
             } else {
-                return Err(format!(
-                    "{term:?} is not of the form field=value or field!=value"
-                ));
+                return Err(SelectorError::FieldTerm { term: term.into() });
             };
             let field = match field.trim() {
                 "metadata.name" => Field::Name,
                 "metadata.namespace" => Field::Namespace,
                 other => {
-                    return Err(format!(
-                        "field {other:?} is not supported (only metadata.name and metadata.namespace)"
-                    ));
+                    return Err(SelectorError::Field {
+                        field: other.into(),
+                    });
                 }
             };
             requirements.push(FieldRequirement {
@@ -649,7 +773,7 @@ mod tests {
             "bad_Prefix.io/app=x",
         ] {
             let err = Selector::parse(bad).expect_err(bad);
-            assert!(err.0.contains(bad), "{bad}: {err}");
+            assert!(err.to_string().contains(bad), "{bad}: {err}");
         }
     }
 
@@ -693,16 +817,16 @@ mod tests {
         };
         let err = Selector::from_label_selector(&with(expr("a", "Equals", &["x"]))).unwrap_err();
         assert!(
-            err.0
+            err.to_string()
                 .contains("\"Equals\" is not a valid label selector operator"),
             "{err}"
         );
         let err = Selector::from_label_selector(&with(expr("a", "In", &[]))).unwrap_err();
-        assert!(err.0.contains("need at least one value"), "{err}");
+        assert!(err.to_string().contains("need at least one value"), "{err}");
         let err = Selector::from_label_selector(&with(expr("a", "Exists", &["x"]))).unwrap_err();
-        assert!(err.0.contains("take no values"), "{err}");
+        assert!(err.to_string().contains("take no values"), "{err}");
         let err = Selector::from_label_selector(&with(expr("", "Exists", &[]))).unwrap_err();
-        assert!(err.0.contains("label key \"\""), "{err}");
+        assert!(err.to_string().contains("label key \"\""), "{err}");
     }
 
     #[test]
@@ -742,7 +866,7 @@ mod tests {
         );
         assert!(FieldSelector::parse("").unwrap().matches(&meta));
         let err = FieldSelector::parse("spec.group=x").unwrap_err();
-        assert!(err.0.contains("spec.group"), "{err}");
+        assert!(err.to_string().contains("spec.group"), "{err}");
         assert!(FieldSelector::parse("metadata.name").is_err());
     }
 }

@@ -39,7 +39,7 @@ use crate::authorizer::{Authorize, Authorizer};
 use crate::cost::{
     CostModel, KubernetesVersion, MATCH_CONDITIONS_BUDGET, PER_CALL_LIMIT, RUNTIME_BUDGET,
 };
-use crate::interpreter::{Activation, Bindings, Interpreter, Out};
+use crate::interpreter::{Activation, Bindings, EvalError, Interpreter, Out};
 use crate::model::{BoundPolicy, ResourceRule};
 use crate::values::to_cel;
 
@@ -163,7 +163,7 @@ pub struct ExpressionCost {
     pub cost: u64,
     /// It went over the per-expression limit and was stopped.
     pub over_limit: bool,
-    /// The error it gave, if any.
+    /// The error it gave, if any ([`EvalError`]'s text).
     pub error: Option<String>,
 }
 
@@ -583,7 +583,7 @@ fn validate(
                     "matchCondition must evaluate to bool, not {}",
                     crate::authorizer::type_name(&other)
                 )),
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(e.to_string()),
             }
         }
         if !errors.is_empty() {
@@ -643,7 +643,7 @@ fn validate(
             .as_ref()
             .and_then(|m| m.get(i).cloned().flatten());
         let decision = match result {
-            Some(Err(error)) => failed(compiled, error),
+            Some(Err(error)) => failed(compiled, error.to_string()),
             _ if messages.results.is_none() => failed(
                 compiled,
                 format!("failed messageExpression: {OUT_OF_BUDGET}"),
@@ -667,8 +667,23 @@ fn validate(
 /// What `ForInput` gave: each expression's result (`None` for a
 /// placeholder), or `None` when the budget ran out; and what is left.
 struct Run {
-    results: Option<Vec<Option<Out>>>,
+    results: Option<Vec<Option<Judged>>>,
     remaining: u64,
+}
+
+/// An expression's value, or its error as the API server reports it.
+type Judged = Result<Value, ExpressionError>;
+
+/// A failed expression as `condition.go`'s `ForInput` reports it: the
+/// expression quoted, then its CEL error (kept in this message, so not
+/// also a source).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("expression '{expression}' resulted in error: {error}")]
+struct ExpressionError {
+    /// The expression's text.
+    expression: String,
+    /// What it gave.
+    error: EvalError,
 }
 
 /// `condition.go`'s `ForInput` with `activation.go`'s `Evaluate`: each
@@ -699,7 +714,7 @@ fn for_input(
             field: field.clone(),
             cost: own,
             over_limit: own > PER_CALL_LIMIT,
-            error: out.as_ref().err().cloned(),
+            error: out.as_ref().err().map(ToString::to_string),
         });
         let out_of_budget = variables > remaining || own > remaining - variables;
         if out_of_budget {
@@ -715,8 +730,9 @@ fn for_input(
             };
         }
         remaining -= variables + own;
-        results.push(Some(out.map_err(|e| {
-            format!("expression '{source}' resulted in error: {e}")
+        results.push(Some(out.map_err(|error| ExpressionError {
+            expression: source.to_string(),
+            error,
         })));
     }
     Run {
@@ -765,7 +781,10 @@ impl Activation for Composition<'_> {
         let mut interpreter = Interpreter::new(self, self.model, Some(PER_CALL_LIMIT));
         let out = interpreter
             .run(program.expression())
-            .map_err(|e| format!("composited variable \"{name}\" fails to evaluate: {e}"));
+            .map_err(|error| EvalError::Variable {
+                name: name.to_string(),
+                error: Box::new(error),
+            });
         let cost = interpreter.cost();
         self.accumulated
             .set(self.accumulated.get().saturating_add(cost));
@@ -774,7 +793,7 @@ impl Activation for Composition<'_> {
             field: format!("variables.{name}"),
             cost,
             over_limit: cost > PER_CALL_LIMIT,
-            error: out.as_ref().err().cloned(),
+            error: out.as_ref().err().map(ToString::to_string),
         });
         self.cache
             .borrow_mut()
@@ -787,7 +806,7 @@ impl Activation for Composition<'_> {
 /// `messageExpression`'s string, trimmed, when it gave one that is not
 /// empty, not longer than 5 KiB and on one line; else `message`, else
 /// "failed expression: <expression>".
-fn message(source: &crate::model::Validation, from_expression: Option<Out>) -> String {
+fn message(source: &crate::model::Validation, from_expression: Option<Judged>) -> String {
     let evaluated = match from_expression {
         Some(Ok(Value::String(s))) => {
             let s = s.trim();

@@ -17,6 +17,8 @@ use cel::objects::Opaque;
 use olm_guard_core::UserInfo;
 use olm_guard_core::protocol::ResourceAttributes;
 
+use crate::interpreter::{EvalError, Out};
+
 /// An authorizer that could not answer, with its cause. CEL sees it as a
 /// decision that is not allowed and `errored()`, whose `error()` is this
 /// error's text.
@@ -139,31 +141,27 @@ impl Opaque for Decision {
 /// Calls the library's `function` on `target` with `args`; `None` when
 /// `function` is not one of the library's or `target` is not one of its
 /// values (an authorizer, a check, a decision).
-pub(crate) fn call(
-    function: &str,
-    target: &Value,
-    args: &[Value],
-) -> Option<Result<Value, String>> {
+pub(crate) fn call(function: &str, target: &Value, args: &[Value]) -> Option<Out> {
     let Value::Opaque(opaque) = target else {
         return None;
     };
     let text = |i: usize| match args.get(i) {
         Some(Value::String(s)) => Ok(s.to_string()),
-        other => Err(format!(
-            "no such overload: {}.{function}({})",
+        other => Err(EvalError::NoSuchOverload(format!(
+            "{}.{function}({})",
             opaque.runtime_type_name(),
             other.map(type_name).unwrap_or_default()
-        )),
+        ))),
     };
     let arity = |n: usize| {
         if args.len() == n {
             Ok(())
         } else {
-            Err(format!(
-                "no such overload: {}.{function} with {} argument(s)",
+            Err(EvalError::NoSuchOverload(format!(
+                "{}.{function} with {} argument(s)",
                 opaque.runtime_type_name(),
                 args.len()
-            ))
+            )))
         }
     };
     if let Some(authorizer) = opaque.downcast_ref::<Authorizer>() {
@@ -199,10 +197,10 @@ pub(crate) fn call(
             arity(1)?;
             let value = text(0)?;
             if check.has_resource != needs_resource {
-                return Err(format!(
-                    "no such overload: {}.{function}(string)",
+                return Err(EvalError::NoSuchOverload(format!(
+                    "{}.{function}(string)",
                     opaque.runtime_type_name()
-                ));
+                )));
             }
             let mut check = check.clone();
             set(&mut check, value);

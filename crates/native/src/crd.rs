@@ -6,8 +6,6 @@
 
 use serde_json::{Value as Json, json};
 
-use crate::policies::CrdRule;
-
 /// The upstream CRDs the patches are written against when the user names
 /// none, each with its name and file (`crates/native/upstream/README.md`
 /// names their sources).
@@ -36,10 +34,134 @@ pub struct Crd {
     pub document: Json,
 }
 
+/// A JSON patch (RFC 6902) for a CRD: validation rules the API server
+/// enforces with the schema, before any admission policy runs. Written
+/// against the CRD the user gives, or the shipped upstream copy
+/// ([`find`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaPatch {
+    /// The CRD's name (`clusterobjectsets.olm.operatorframework.io`).
+    pub crd: String,
+    /// The file name under `deploy/native/`.
+    pub file: String,
+    /// When to apply it, in one line (patches of one rule are applied in
+    /// the order they are listed).
+    pub step: String,
+    /// The patch operations.
+    pub patch: Json,
+    /// The `x-kubernetes-validations` rules the patch adds, for evaluation.
+    pub rules: Vec<CrdRule>,
+}
+
+/// One `x-kubernetes-validations` rule and the field it is on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrdRule {
+    /// The field the rule is on, from the object's root (`spec`,
+    /// `spec.group`): `self` there, `oldSelf` its stored value.
+    pub path: &'static str,
+    /// The CEL rule.
+    pub rule: String,
+    /// The message.
+    pub message: String,
+    /// The message expression, if any.
+    pub message_expression: Option<String>,
+}
+
+impl CrdRule {
+    /// The rule as the schema writes it.
+    pub fn to_json(&self) -> Json {
+        let mut rule = json!({"rule": self.rule, "message": self.message});
+        if let Some(m) = &self.message_expression {
+            rule["messageExpression"] = Json::String(m.clone());
+        }
+        rule
+    }
+}
+
+/// Why a patch cannot be written against a CRD, in one line that names the
+/// CRD, where it came from ([`Crd::source`]) and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CrdError {
+    /// No CRD of that name was given and none is shipped.
+    #[error("no CRD {name} was given and none is shipped: give it with --crd FILE")]
+    NotFound {
+        /// The CRD's `metadata.name`.
+        name: String,
+    },
+    /// The shipped copy does not parse (a broken build).
+    #[error("the shipped copy of CRD {name} ({file}) cannot be read: {problem}")]
+    Shipped {
+        /// The CRD's `metadata.name`.
+        name: String,
+        /// The file under `upstream/`.
+        file: String,
+        /// What the YAML reader said.
+        problem: String,
+    },
+    /// No version has an OpenAPI schema to add rules to.
+    #[error(
+        "CRD {name} ({origin}) has no version with a schema (spec.versions[].schema.openAPIV3Schema): \
+         it cannot be patched with validation rules"
+    )]
+    NoSchema {
+        /// The CRD's `metadata.name`.
+        name: String,
+        /// Where it was read ([`Crd::source`]).
+        origin: String,
+    },
+    /// A version has no schema for the field the patch is written for.
+    #[error(
+        "CRD {name} ({origin}), version {version}, has no schema for {field}: it is not the CRD \
+         this patch is written for; give the CRD your cluster runs with --crd FILE"
+    )]
+    NoField {
+        /// The CRD's `metadata.name`.
+        name: String,
+        /// Where it was read ([`Crd::source`]).
+        origin: String,
+        /// The version's name.
+        version: String,
+        /// The field, dotted (`spec.group`).
+        field: String,
+    },
+    /// A field's `x-kubernetes-validations` is there but not a list.
+    #[error(
+        "CRD {name} ({origin}), version {version}: x-kubernetes-validations of {field} is not a \
+         list; fix the CRD first"
+    )]
+    ValidationsNotAList {
+        /// The CRD's `metadata.name`.
+        name: String,
+        /// Where it was read ([`Crd::source`]).
+        origin: String,
+        /// The version's name.
+        version: String,
+        /// The field, dotted (`spec`).
+        field: String,
+    },
+    /// An operation's path leads nowhere in the CRD ([`Crd::apply`]).
+    #[error("CRD {name}: no {parent} to add to")]
+    NoParent {
+        /// The CRD's `metadata.name`.
+        name: String,
+        /// The JSON pointer of the missing parent.
+        parent: String,
+    },
+    /// An operation adds to something that is neither a list nor an
+    /// object ([`Crd::apply`]).
+    #[error("CRD {name}: cannot add at {path}")]
+    CannotAdd {
+        /// The CRD's `metadata.name`.
+        name: String,
+        /// The operation's path.
+        path: String,
+    },
+}
+
 /// The CRD named `name`: among `objects` (the `--crd` files and the
 /// `--cluster` snapshot, where a user gives the CRD their cluster runs),
 /// else the shipped upstream copy.
-pub fn find(name: &str, objects: Option<&[Json]>) -> Result<Crd, String> {
+pub fn find(name: &str, objects: Option<&[Json]>) -> Result<Crd, CrdError> {
     let given = objects.into_iter().flatten().find(|object| {
         object.get("kind").and_then(Json::as_str) == Some("CustomResourceDefinition")
             && object.pointer("/metadata/name").and_then(Json::as_str) == Some(name)
@@ -52,12 +174,15 @@ pub fn find(name: &str, objects: Option<&[Json]>) -> Result<Crd, String> {
         });
     }
     let Some((_, file, text)) = SHIPPED.iter().find(|(shipped, _, _)| *shipped == name) else {
-        return Err(format!(
-            "no CRD {name} was given and none is shipped: give it with --crd FILE"
-        ));
+        return Err(CrdError::NotFound {
+            name: name.to_string(),
+        });
     };
-    let document = serde_yaml_ng::from_str(text)
-        .map_err(|e| format!("the shipped copy of CRD {name} ({file}) cannot be read: {e}"))?;
+    let document = serde_yaml_ng::from_str(text).map_err(|e| CrdError::Shipped {
+        name: name.to_string(),
+        file: file.to_string(),
+        problem: e.to_string(),
+    })?;
     Ok(Crd {
         name: name.to_string(),
         source: format!("the shipped upstream copy ({file})"),
@@ -67,7 +192,7 @@ pub fn find(name: &str, objects: Option<&[Json]>) -> Result<Crd, String> {
 
 impl Crd {
     /// The index and name of every version that has a schema.
-    fn versions(&self) -> Result<Vec<(usize, String)>, String> {
+    fn versions(&self) -> Result<Vec<(usize, String)>, CrdError> {
         let versions: Vec<(usize, String)> = self
             .document
             .pointer("/spec/versions")
@@ -82,11 +207,10 @@ impl Crd {
             })
             .collect();
         if versions.is_empty() {
-            return Err(format!(
-                "CRD {} ({}) has no version with a schema (spec.versions[].schema.openAPIV3Schema): \
-                 it cannot be patched with validation rules",
-                self.name, self.source
-            ));
+            return Err(CrdError::NoSchema {
+                name: self.name.clone(),
+                origin: self.source.clone(),
+            });
         }
         Ok(versions)
     }
@@ -104,23 +228,20 @@ impl Crd {
 
     /// `field`'s schema in version `index`, or why the patch cannot be
     /// written.
-    fn schema(&self, index: usize, version: &str, field: &[&str]) -> Result<&Json, String> {
+    fn schema(&self, index: usize, version: &str, field: &[&str]) -> Result<&Json, CrdError> {
         self.document
             .pointer(&Self::pointer(index, field))
             .filter(|schema| schema.is_object())
-            .ok_or_else(|| {
-                format!(
-                    "CRD {} ({}), version {version}, has no schema for {}: it is not the CRD \
-                     this patch is written for; give the CRD your cluster runs with --crd FILE",
-                    self.name,
-                    self.source,
-                    field.join(".")
-                )
+            .ok_or_else(|| CrdError::NoField {
+                name: self.name.clone(),
+                origin: self.source.clone(),
+                version: version.to_string(),
+                field: field.join("."),
             })
     }
 
     /// Whether every version's schema has `field`.
-    pub fn has_field(&self, field: &[&str]) -> Result<bool, String> {
+    pub fn has_field(&self, field: &[&str]) -> Result<bool, CrdError> {
         Ok(self.versions()?.iter().all(|(index, _)| {
             self.document
                 .pointer(&Self::pointer(*index, field))
@@ -135,7 +256,7 @@ impl Crd {
         parent: &[&str],
         name: &str,
         schema: &Json,
-    ) -> Result<Vec<Json>, String> {
+    ) -> Result<Vec<Json>, CrdError> {
         let mut operations = Vec::new();
         for (index, version) in self.versions()? {
             let parent_schema = self.schema(index, &version, parent)?;
@@ -160,7 +281,7 @@ impl Crd {
     /// `field` in every version: appended one by one to a list the CRD
     /// has, a new list otherwise. A rule the version already has (same
     /// `rule` text) is not added twice.
-    pub fn add_rules(&self, field: &[&str], rules: &[CrdRule]) -> Result<Vec<Json>, String> {
+    pub fn add_rules(&self, field: &[&str], rules: &[CrdRule]) -> Result<Vec<Json>, CrdError> {
         let mut operations = Vec::new();
         for (index, version) in self.versions()? {
             let pointer = format!("{}/x-kubernetes-validations", Self::pointer(index, field));
@@ -182,13 +303,12 @@ impl Crd {
                     |rule| json!({"op": "add", "path": format!("{pointer}/-"), "value": rule}),
                 )),
                 Some(_) => {
-                    return Err(format!(
-                        "CRD {} ({}), version {version}: x-kubernetes-validations of {} is not a \
-                         list; fix the CRD first",
-                        self.name,
-                        self.source,
-                        field.join(".")
-                    ));
+                    return Err(CrdError::ValidationsNotAList {
+                        name: self.name.clone(),
+                        origin: self.source.clone(),
+                        version,
+                        field: field.join("."),
+                    });
                 }
                 None if new.is_empty() => {}
                 None => operations.push(json!({"op": "add", "path": pointer, "value": new})),
@@ -203,7 +323,7 @@ impl Crd {
     /// are applied, so that a later stage is written against what the
     /// earlier ones leave: two stages that each added a new rule list
     /// would otherwise replace each other's.
-    pub fn apply(&mut self, operations: &[Json]) -> Result<(), String> {
+    pub fn apply(&mut self, operations: &[Json]) -> Result<(), CrdError> {
         for operation in operations {
             let path = operation.get("path").and_then(Json::as_str).unwrap_or("");
             let value = operation.get("value").cloned().unwrap_or(Json::Null);
@@ -211,13 +331,21 @@ impl Crd {
             let target = self
                 .document
                 .pointer_mut(parent)
-                .ok_or_else(|| format!("CRD {}: no {parent} to add to", self.name))?;
+                .ok_or_else(|| CrdError::NoParent {
+                    name: self.name.clone(),
+                    parent: parent.to_string(),
+                })?;
             match (target, last) {
                 (Json::Array(items), "-") => items.push(value),
                 (Json::Object(map), key) => {
                     map.insert(key.replace("~1", "/").replace("~0", "~"), value);
                 }
-                _ => return Err(format!("CRD {}: cannot add at {path}", self.name)),
+                _ => {
+                    return Err(CrdError::CannotAdd {
+                        name: self.name.clone(),
+                        path: path.to_string(),
+                    });
+                }
             }
         }
         Ok(())
@@ -230,7 +358,7 @@ impl Crd {
 /// and `spec.sourceType` optional. catalog-union's union settings
 /// (`warnLegacy`, `migrateLegacy`, `allowLegacy: false`) are written for a
 /// cluster that serves it.
-pub fn with_union_members(catalog: &Crd) -> Result<Crd, String> {
+pub fn with_union_members(catalog: &Crd) -> Result<Crd, CrdError> {
     let mut union = catalog.clone();
     for version in union.document["spec"]["versions"]
         .as_array_mut()
@@ -326,7 +454,8 @@ mod tests {
         // Rules go only on a field every version has.
         let err = crd
             .add_rules(&["spec", "group"], &[rule("self == oldSelf")])
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("version v1, has no schema for spec.group"),
             "{err}"
@@ -338,7 +467,10 @@ mod tests {
         let objects = [json!({"kind": "CustomResourceDefinition",
                               "metadata": {"name": "things.example.com"}, "spec": {}})];
         let crd = find("things.example.com", Some(&objects)).unwrap();
-        let err = crd.add_rules(&["spec"], &[rule("true")]).unwrap_err();
+        let err = crd
+            .add_rules(&["spec"], &[rule("true")])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("has no version with a schema") && !err.contains('\n'),
             "{err}"
@@ -348,12 +480,15 @@ mod tests {
                               "spec": {"versions": [{"name": "v1",
                                   "schema": {"openAPIV3Schema": {"type": "object"}}}]}})];
         let crd = find("things.example.com", Some(&objects)).unwrap();
-        let err = crd.add_rules(&["spec"], &[rule("true")]).unwrap_err();
+        let err = crd
+            .add_rules(&["spec"], &[rule("true")])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("version v1, has no schema for spec") && err.contains("--crd"),
             "{err}"
         );
-        let err = find("other.example.com", None).unwrap_err();
+        let err = find("other.example.com", None).unwrap_err().to_string();
         assert!(err.contains("--crd FILE"), "{err}");
     }
 

@@ -38,7 +38,115 @@ pub struct Cancelled;
 
 /// A CEL value, or a CEL error (which `&&`, `||` and the comprehensions
 /// may absorb, as cel-go's error values).
-pub type Out = Result<Value, String>;
+pub type Out = Result<Value, EvalError>;
+
+/// A CEL error value, worded as cel-go words it: the API server puts this
+/// text into its message (`expression '...' resulted in error: <this>`),
+/// so each variant prints cel-go's text for the same failure.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    /// The evaluation went over its cost limit ([`COST_LIMIT_EXCEEDED`]);
+    /// unlike the other errors, nothing absorbs it.
+    #[error("{text}", text = COST_LIMIT_EXCEEDED)]
+    CostLimitExceeded,
+    /// A field or key the map does not have (`types.NewErr("no such key")`).
+    #[error("no such key: {0}")]
+    NoSuchKey(String),
+    /// A function or operator with no overload for these operands.
+    #[error("found no matching overload for '{function}' applied to '{operands}'")]
+    NoMatchingOverload {
+        /// The function or operator (`_+_`, `size`).
+        function: String,
+        /// The operands' types as cel-go prints them: `(list, string)`,
+        /// or `string.(int)` for a receiver call.
+        operands: String,
+    },
+    /// A function of Kubernetes' authorizer library called with what it
+    /// does not take (`authz.go`): `<type>.<function>(<argument types>)`
+    /// or `<type>.<function> with <n> argument(s)`.
+    #[error("no such overload: {0}")]
+    NoSuchOverload(String),
+    /// A name that is neither bound nor a function.
+    #[error("undeclared reference to '{0}'")]
+    UndeclaredReference(String),
+    /// A string index outside the string (`ext/strings.go`).
+    #[error("index out of range: {0}")]
+    IndexOutOfRange(i64),
+    /// A list index outside the list.
+    #[error("index out of bounds: {0}")]
+    IndexOutOfBounds(String),
+    /// `substring(start, end)` with `end` before `start`.
+    #[error("invalid substring range. start: {start}, end: {end}")]
+    SubstringRange {
+        /// The start index.
+        start: i64,
+        /// The end index.
+        end: i64,
+    },
+    /// A field selected on a list (`types.IndexOrError`).
+    #[error("unsupported index type 'string' in list")]
+    ListField,
+    /// A signed integer result that does not fit.
+    #[error("integer overflow")]
+    IntOverflow,
+    /// An unsigned integer result that does not fit.
+    #[error("unsigned integer overflow")]
+    UintOverflow,
+    /// A string that does not convert to the type asked for.
+    #[error("type conversion error from 'string' to '{to}': {text}")]
+    Conversion {
+        /// The type asked for (`int`, `uint`, `double`, `bool`).
+        to: &'static str,
+        /// The string.
+        text: String,
+    },
+    /// A `matches()` pattern that is not RE2.
+    #[error("given regex is invalid: {0}")]
+    InvalidRegex(String),
+    /// A map literal key of a type maps cannot have.
+    #[error("unsupported map key type: {0}")]
+    MapKeyType(String),
+    /// A map literal with the same key twice.
+    #[error("Failed with repeated key")]
+    RepeatedKey,
+    /// A comprehension over what is neither a list nor a map.
+    #[error("expression of type '{0}' cannot be range of a comprehension")]
+    RangeType(String),
+    /// `join()` on a list with an element that is not a string.
+    #[error("join: list element is a {0}, not a string")]
+    JoinElement(String),
+    /// A message literal: no message types are declared.
+    #[error("unknown type: {0} (no message types are declared)")]
+    UnknownType(String),
+    /// A form of CEL this evaluator does not take (the policies use none),
+    /// named.
+    #[error("{0}")]
+    Unsupported(&'static str),
+    /// A composited variable that fails, as the expression reading it
+    /// sees it (`composition.go`).
+    #[error("composited variable \"{name}\" fails to evaluate: {error}")]
+    Variable {
+        /// The variable's name.
+        name: String,
+        /// Its error (in this message, so not also a source).
+        error: Box<EvalError>,
+    },
+    /// An arithmetic error of the `cel` crate's operators (division by
+    /// zero, overflow), in its words.
+    #[error(transparent)]
+    Arithmetic(#[from] cel::ExecutionError),
+}
+
+impl EvalError {
+    /// No overload of `function` for `operands` (cel-go's
+    /// `(t1, t2)` or `t.(t1)` form).
+    pub fn no_overload(function: &str, operands: String) -> EvalError {
+        EvalError::NoMatchingOverload {
+            function: function.to_string(),
+            operands,
+        }
+    }
+}
 
 type Step = Result<Out, Cancelled>;
 
@@ -123,7 +231,7 @@ impl<'a> Interpreter<'a> {
     pub fn run(&mut self, expression: &IdedExpr) -> Out {
         match self.eval(expression) {
             Ok(out) => out,
-            Err(Cancelled) => Err(COST_LIMIT_EXCEEDED.to_string()),
+            Err(Cancelled) => Err(EvalError::CostLimitExceeded),
         }
     }
 
@@ -159,9 +267,9 @@ impl<'a> Interpreter<'a> {
                 }
                 Ok(match error {
                     Some(e) => Err(e),
-                    None if !list.optional_indices.is_empty() => {
-                        Err("optional list elements are not supported".into())
-                    }
+                    None if !list.optional_indices.is_empty() => Err(EvalError::Unsupported(
+                        "optional list elements are not supported",
+                    )),
                     None => Ok(Value::List(Arc::new(items))),
                 })
             }
@@ -177,7 +285,9 @@ impl<'a> Interpreter<'a> {
                 let mut error = None;
                 for entry in &map.entries {
                     let EntryExpr::MapEntry(entry) = &entry.expr else {
-                        error.get_or_insert("a struct field in a map literal".to_string());
+                        error.get_or_insert(EvalError::Unsupported(
+                            "a struct field in a map literal",
+                        ));
                         continue;
                     };
                     let key = self.eval(&entry.key)?;
@@ -185,7 +295,7 @@ impl<'a> Interpreter<'a> {
                     match (key.and_then(|k| map_key(&k)), value) {
                         (Ok(k), Ok(v)) => {
                             if entries.insert(k, v).is_some() {
-                                error.get_or_insert("Failed with repeated key".to_string());
+                                error.get_or_insert(EvalError::RepeatedKey);
                             }
                         }
                         (Err(e), _) | (_, Err(e)) => {
@@ -204,11 +314,8 @@ impl<'a> Interpreter<'a> {
                 })
             }
             Expr::Comprehension(comprehension) => self.comprehension(comprehension),
-            Expr::Struct(s) => Ok(Err(format!(
-                "unknown type: {} (no message types are declared)",
-                s.type_name
-            ))),
-            Expr::Unspecified => Ok(Err("unspecified expression".into())),
+            Expr::Struct(s) => Ok(Err(EvalError::UnknownType(s.type_name.clone()))),
+            Expr::Unspecified => Ok(Err(EvalError::Unsupported("unspecified expression"))),
         }
     }
 
@@ -243,7 +350,7 @@ impl<'a> Interpreter<'a> {
                     return Ok(if select.test {
                         Ok(Value::Bool(value.is_some()))
                     } else {
-                        value.unwrap_or_else(|| Err(format!("no such key: {}", select.field)))
+                        value.unwrap_or_else(|| Err(EvalError::NoSuchKey(select.field.clone())))
                     });
                 }
                 let operand = self.chain_operand(&select.operand, root)?;
@@ -272,9 +379,9 @@ impl<'a> Interpreter<'a> {
                 match self.eval(&call.args[0])? {
                     Ok(Value::Bool(true)) => self.chain(&call.args[1], false),
                     Ok(Value::Bool(false)) => self.chain(&call.args[2], false),
-                    Ok(other) => Ok(Err(format!(
-                        "found no matching overload for '_?_:_' applied to '({}, ...)'",
-                        type_name(&other)
+                    Ok(other) => Ok(Err(EvalError::no_overload(
+                        "_?_:_",
+                        format!("({}, ...)", type_name(&other)),
                     ))),
                     Err(e) => Ok(Err(e)),
                 }
@@ -326,12 +433,14 @@ impl<'a> Interpreter<'a> {
         if TYPE_NAMES.contains(&name) {
             return (Ok(type_value(name)), true);
         }
-        (Err(format!("undeclared reference to '{name}'")), false)
+        (Err(EvalError::UndeclaredReference(name.to_string())), false)
     }
 
     fn comprehension(&mut self, c: &ComprehensionExpr) -> Step {
         if c.iter_var2.is_some() {
-            return Ok(Err("two-variable comprehensions are not supported".into()));
+            return Ok(Err(EvalError::Unsupported(
+                "two-variable comprehensions are not supported",
+            )));
         }
         let range = match self.eval(&c.iter_range)? {
             Ok(range) => range,
@@ -341,10 +450,7 @@ impl<'a> Interpreter<'a> {
             Value::List(items) => items.to_vec(),
             Value::Map(map) => map.map.keys().map(Value::from).collect(),
             other => {
-                return Ok(Err(format!(
-                    "expression of type '{}' cannot be range of a comprehension",
-                    type_name(other)
-                )));
+                return Ok(Err(EvalError::RangeType(type_name(other))));
             }
         };
         let accu = self.eval(&c.accu_init)?;
@@ -433,7 +539,7 @@ impl<'a> Interpreter<'a> {
                 right.clone().unwrap_or(Value::Null),
             ];
             let result = match (left, right) {
-                (Ok(l), Ok(r)) => (l + r).map_err(|e| e.to_string()),
+                (Ok(l), Ok(r)) => (l + r).map_err(EvalError::from),
                 (Err(e), _) | (_, Err(e)) => Err(e),
             };
             let cost = cost::call_cost(
@@ -494,10 +600,13 @@ impl<'a> Interpreter<'a> {
             (Ok(Value::Bool(_)), Ok(Value::Bool(b))) => Ok(Value::Bool(b)),
             (Err(e), _) => Err(e),
             (Ok(Value::Bool(_)), Err(e)) => Err(e),
-            (Ok(l), r) => Err(format!(
-                "found no matching overload for '{operator}' applied to '({}, {})'",
-                type_name(&l),
-                r.map(|r| type_name(&r)).unwrap_or_else(|_| "error".into())
+            (Ok(l), r) => Err(EvalError::no_overload(
+                operator,
+                format!(
+                    "({}, {})",
+                    type_name(&l),
+                    r.map(|r| type_name(&r)).unwrap_or_else(|_| "error".into())
+                ),
             )),
         })
     }
@@ -506,17 +615,11 @@ impl<'a> Interpreter<'a> {
     fn apply(&self, name: &str, target: Option<&Value>, args: &[Value]) -> Out {
         let overload = || {
             let types: Vec<String> = args.iter().map(type_name).collect();
-            match target {
-                Some(t) => format!(
-                    "found no matching overload for '{name}' applied to '{}.({})'",
-                    type_name(t),
-                    types.join(", ")
-                ),
-                None => format!(
-                    "found no matching overload for '{name}' applied to '({})'",
-                    types.join(", ")
-                ),
-            }
+            let operands = match target {
+                Some(t) => format!("{}.({})", type_name(t), types.join(", ")),
+                None => format!("({})", types.join(", ")),
+            };
+            EvalError::no_overload(name, operands)
         };
         if let Some(target) = target {
             if let Some(result) = authorizer::call(name, target, args) {
@@ -532,14 +635,14 @@ impl<'a> Interpreter<'a> {
                     Err(overload())
                 }
                 _ if name.starts_with('_') || name.starts_with('@') => Err(overload()),
-                _ => Err(format!(
-                    "found no matching overload for '{name}' applied to '{}.(...)'",
-                    type_name(target)
+                _ => Err(EvalError::no_overload(
+                    name,
+                    format!("{}.(...)", type_name(target)),
                 )),
             };
         }
         let binary = |f: fn(Value, Value) -> cel::ResolveResult| match args {
-            [l, r] => f(l.clone(), r.clone()).map_err(|e| e.to_string()),
+            [l, r] => f(l.clone(), r.clone()).map_err(EvalError::from),
             _ => Err(overload()),
         };
         let compare = |accept: fn(std::cmp::Ordering) -> bool| match args {
@@ -566,7 +669,7 @@ impl<'a> Interpreter<'a> {
             ("-_", [Value::Int(i)]) => i
                 .checked_neg()
                 .map(Value::Int)
-                .ok_or_else(|| "integer overflow".to_string()),
+                .ok_or(EvalError::IntOverflow),
             ("-_", [Value::Float(f)]) => Ok(Value::Float(-f)),
             ("@in", [needle, Value::List(items)]) => Ok(Value::Bool(items.contains(needle))),
             ("@in", [needle, Value::Map(map)]) => Ok(Value::Bool(
@@ -584,9 +687,10 @@ impl<'a> Interpreter<'a> {
             ("bool", [Value::String(s)]) => match s.as_str() {
                 "1" | "t" | "true" | "TRUE" | "True" => Ok(Value::Bool(true)),
                 "0" | "f" | "false" | "FALSE" | "False" => Ok(Value::Bool(false)),
-                _ => Err(format!(
-                    "type conversion error from 'string' to 'bool': {s}"
-                )),
+                _ => Err(EvalError::Conversion {
+                    to: "bool",
+                    text: s.to_string(),
+                }),
             },
             ("bytes", [Value::String(s)]) => Ok(Value::Bytes(Arc::new(s.as_bytes().to_vec()))),
             ("bytes", [Value::Bytes(b)]) => Ok(Value::Bytes(b.clone())),
@@ -600,7 +704,7 @@ impl<'a> Interpreter<'a> {
             {
                 Err(overload())
             }
-            _ => Err(format!("undeclared reference to '{name}'")),
+            _ => Err(EvalError::UndeclaredReference(name.to_string())),
         }
     }
 }
@@ -666,13 +770,13 @@ fn key_ref(value: &Value) -> Option<KeyRef<'_>> {
     }
 }
 
-fn map_key(value: &Value) -> Result<Key, String> {
+fn map_key(value: &Value) -> Result<Key, EvalError> {
     match value {
         Value::String(s) => Ok(Key::String(s.clone())),
         Value::Int(i) => Ok(Key::Int(*i)),
         Value::UInt(u) => Ok(Key::Uint(*u)),
         Value::Bool(b) => Ok(Key::Bool(*b)),
-        other => Err(format!("unsupported map key type: {}", type_name(other))),
+        other => Err(EvalError::MapKeyType(type_name(other))),
     }
 }
 
@@ -682,17 +786,15 @@ fn field(value: &Value, name: &str) -> Out {
         Value::Map(map) => map
             .get(&KeyRef::String(name))
             .cloned()
-            .ok_or_else(|| format!("no such key: {name}")),
-        Value::List(_) => Err(LIST_FIELD.into()),
+            .ok_or_else(|| EvalError::NoSuchKey(name.to_string())),
+        // cel-go qualifies a list by index (`types.IndexOrError`), and a
+        // field name is none.
+        Value::List(_) => Err(EvalError::ListField),
         // cel-go's `refQualify`: anything else (null, a scalar) has no
         // fields.
-        _ => Err(format!("no such key: {name}")),
+        _ => Err(EvalError::NoSuchKey(name.to_string())),
     }
 }
-
-/// cel-go qualifies a list by index (`types.IndexOrError`), and a field
-/// name is none.
-const LIST_FIELD: &str = "unsupported index type 'string' in list";
 
 /// `has(value.name)`: as cel-go's `refQualify` tests presence, a map has the
 /// field when it has the key, a list is an error, and any other value (null,
@@ -700,7 +802,7 @@ const LIST_FIELD: &str = "unsupported index type 'string' in list";
 fn presence(value: &Value, name: &str) -> Out {
     match value {
         Value::Map(map) => Ok(Value::Bool(map.get(&KeyRef::String(name)).is_some())),
-        Value::List(_) => Err(LIST_FIELD.into()),
+        Value::List(_) => Err(EvalError::ListField),
         _ => Ok(Value::Bool(false)),
     }
 }
@@ -714,30 +816,31 @@ fn index_into(value: &Value, index: &Value) -> Out {
                 Value::UInt(u) => usize::try_from(*u).ok(),
                 Value::Float(f) if f.fract() == 0.0 && *f >= 0.0 => Some(*f as usize),
                 other => {
-                    return Err(format!(
-                        "found no matching overload for '_[_]' applied to '(list, {})'",
-                        type_name(other)
+                    return Err(EvalError::no_overload(
+                        "_[_]",
+                        format!("(list, {})", type_name(other)),
                     ));
                 }
             };
             position
                 .and_then(|p| items.get(p))
                 .cloned()
-                .ok_or_else(|| format!("index out of bounds: {index:?}"))
+                .ok_or_else(|| EvalError::IndexOutOfBounds(format!("{index:?}")))
         }
         (Value::Map(map), key) => {
             key_ref(key)
                 .and_then(|k| map.get(&k))
                 .cloned()
-                .ok_or_else(|| match key {
-                    Value::String(s) => format!("no such key: {s}"),
-                    other => format!("no such key: {other:?}"),
+                .ok_or_else(|| {
+                    EvalError::NoSuchKey(match key {
+                        Value::String(s) => s.to_string(),
+                        other => format!("{other:?}"),
+                    })
                 })
         }
-        (other, index) => Err(format!(
-            "found no matching overload for '_[_]' applied to '({}, {})'",
-            type_name(other),
-            type_name(index)
+        (other, index) => Err(EvalError::no_overload(
+            "_[_]",
+            format!("({}, {})", type_name(other), type_name(index)),
         )),
     }
 }
@@ -764,7 +867,7 @@ fn comparable(l: &Value, r: &Value) -> bool {
 }
 
 /// Compiled patterns (or why they do not compile), by pattern.
-type RegexCache = HashMap<String, Result<Arc<regex::Regex>, String>>;
+type RegexCache = HashMap<String, Result<Arc<regex::Regex>, EvalError>>;
 
 /// `string.matches(pattern)`: RE2 syntax, matching anywhere in the string.
 fn matches(text: &str, pattern: &str) -> Out {
@@ -777,7 +880,7 @@ fn matches(text: &str, pattern: &str) -> Out {
             .or_insert_with(|| {
                 regex::Regex::new(pattern)
                     .map(Arc::new)
-                    .map_err(|e| format!("given regex is invalid: {e}"))
+                    .map_err(|e| EvalError::InvalidRegex(e.to_string()))
             })
             .clone()
     };
@@ -803,18 +906,21 @@ fn to_int(value: &Value) -> Out {
         Value::Int(i) => Ok(Value::Int(*i)),
         Value::UInt(u) => i64::try_from(*u)
             .map(Value::Int)
-            .map_err(|_| "integer overflow".to_string()),
+            .map_err(|_| EvalError::IntOverflow),
         Value::Float(f) if f.is_finite() && *f > i64::MIN as f64 && *f < i64::MAX as f64 => {
             Ok(Value::Int(f.trunc() as i64))
         }
-        Value::Float(_) => Err("integer overflow".into()),
+        Value::Float(_) => Err(EvalError::IntOverflow),
         Value::String(s) => s
             .parse()
             .map(Value::Int)
-            .map_err(|_| format!("type conversion error from 'string' to 'int': {s}")),
-        other => Err(format!(
-            "found no matching overload for 'int' applied to '({})'",
-            type_name(other)
+            .map_err(|_| EvalError::Conversion {
+                to: "int",
+                text: s.to_string(),
+            }),
+        other => Err(EvalError::no_overload(
+            "int",
+            format!("({})", type_name(other)),
         )),
     }
 }
@@ -824,18 +930,21 @@ fn to_uint(value: &Value) -> Out {
         Value::UInt(u) => Ok(Value::UInt(*u)),
         Value::Int(i) => u64::try_from(*i)
             .map(Value::UInt)
-            .map_err(|_| "unsigned integer overflow".to_string()),
+            .map_err(|_| EvalError::UintOverflow),
         Value::Float(f) if f.is_finite() && *f >= 0.0 && *f < u64::MAX as f64 => {
             Ok(Value::UInt(f.trunc() as u64))
         }
-        Value::Float(_) => Err("unsigned integer overflow".into()),
+        Value::Float(_) => Err(EvalError::UintOverflow),
         Value::String(s) => s
             .parse()
             .map(Value::UInt)
-            .map_err(|_| format!("type conversion error from 'string' to 'uint': {s}")),
-        other => Err(format!(
-            "found no matching overload for 'uint' applied to '({})'",
-            type_name(other)
+            .map_err(|_| EvalError::Conversion {
+                to: "uint",
+                text: s.to_string(),
+            }),
+        other => Err(EvalError::no_overload(
+            "uint",
+            format!("({})", type_name(other)),
         )),
     }
 }
@@ -848,10 +957,13 @@ fn to_double(value: &Value) -> Out {
         Value::String(s) => s
             .parse()
             .map(Value::Float)
-            .map_err(|_| format!("type conversion error from 'string' to 'double': {s}")),
-        other => Err(format!(
-            "found no matching overload for 'double' applied to '({})'",
-            type_name(other)
+            .map_err(|_| EvalError::Conversion {
+                to: "double",
+                text: s.to_string(),
+            }),
+        other => Err(EvalError::no_overload(
+            "double",
+            format!("({})", type_name(other)),
         )),
     }
 }
@@ -869,5 +981,49 @@ impl Activation for Bindings {
 
     fn variable(&self, _: &str) -> Option<Out> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The API server quotes these texts in its messages: each variant
+    /// prints what cel-go prints for the same failure.
+    #[test]
+    fn errors_print_cel_gos_words() {
+        let cases = [
+            (EvalError::CostLimitExceeded, COST_LIMIT_EXCEEDED),
+            (EvalError::NoSuchKey("x".into()), "no such key: x"),
+            (
+                EvalError::no_overload("_+_", "(int, string)".into()),
+                "found no matching overload for '_+_' applied to '(int, string)'",
+            ),
+            (
+                EvalError::ListField,
+                "unsupported index type 'string' in list",
+            ),
+            (
+                EvalError::Conversion {
+                    to: "int",
+                    text: "x".into(),
+                },
+                "type conversion error from 'string' to 'int': x",
+            ),
+            (
+                EvalError::SubstringRange { start: 2, end: 1 },
+                "invalid substring range. start: 2, end: 1",
+            ),
+            (
+                EvalError::Variable {
+                    name: "v".into(),
+                    error: Box::new(EvalError::UndeclaredReference("y".into())),
+                },
+                "composited variable \"v\" fails to evaluate: undeclared reference to 'y'",
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+        }
     }
 }

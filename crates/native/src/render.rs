@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::cost::{self, AUTHZ_CHECK_COST, PER_CALL_LIMIT, RUNTIME_BUDGET};
+use crate::crd::SchemaPatch;
 use crate::model::BoundPolicy;
-use crate::policies::{Enforcement, Native, SchemaPatch};
+use crate::policies::{Enforcement, Native};
 
 /// The Kubernetes version the generated policies need: the
 /// `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicy API and its

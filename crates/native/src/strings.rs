@@ -9,14 +9,11 @@ use std::sync::Arc;
 use cel::Value;
 
 use crate::authorizer::type_name;
+use crate::interpreter::{EvalError, Out};
 
 /// Calls `function` on the string or list `target` with `args`; `None`
 /// when `function` is not a string function.
-pub(crate) fn call(
-    function: &str,
-    target: &Value,
-    args: &[Value],
-) -> Option<Result<Value, String>> {
+pub(crate) fn call(function: &str, target: &Value, args: &[Value]) -> Option<Out> {
     if function == "join" {
         return Some(join(target, args));
     }
@@ -71,16 +68,19 @@ pub(crate) fn call(
     Some(result)
 }
 
-fn overload(function: &str, target: &Value, arg: Option<&Value>) -> String {
-    format!(
-        "found no matching overload for '{function}' applied to '{}.({})'",
-        type_name(target),
-        arg.map(type_name).unwrap_or_default()
+fn overload(function: &str, target: &Value, arg: Option<&Value>) -> EvalError {
+    EvalError::no_overload(
+        function,
+        format!(
+            "{}.({})",
+            type_name(target),
+            arg.map(type_name).unwrap_or_default()
+        ),
     )
 }
 
 /// `list(string).join()` and `list(string).join(separator)`.
-fn join(target: &Value, args: &[Value]) -> Result<Value, String> {
+fn join(target: &Value, args: &[Value]) -> Out {
     let Value::List(items) = target else {
         return Err(overload("join", target, args.first()));
     };
@@ -93,10 +93,7 @@ fn join(target: &Value, args: &[Value]) -> Result<Value, String> {
         .iter()
         .map(|item| match item {
             Value::String(s) => Ok(s.as_str()),
-            other => Err(format!(
-                "join: list element is a {}, not a string",
-                type_name(other)
-            )),
+            other => Err(EvalError::JoinElement(type_name(other))),
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Value::String(Arc::new(parts.join(separator))))
@@ -104,10 +101,10 @@ fn join(target: &Value, args: &[Value]) -> Result<Value, String> {
 
 /// `string.indexOf(substring[, start])`: the code-point index of the first
 /// occurrence at or after `start`, -1 when there is none.
-fn index_of(this: &str, needle: &str, start: i64) -> Result<Value, String> {
+fn index_of(this: &str, needle: &str, start: i64) -> Out {
     let chars: Vec<(usize, char)> = this.char_indices().collect();
     if start < 0 || start as usize > chars.len() {
-        return Err(format!("index out of range: {start}"));
+        return Err(EvalError::IndexOutOfRange(start));
     }
     let offset = chars
         .get(start as usize)
@@ -122,20 +119,18 @@ fn index_of(this: &str, needle: &str, start: i64) -> Result<Value, String> {
 /// `string.substring(start[, end])`: the code points from `start` (to
 /// `end`, exclusive); an index outside the string, or `end` before
 /// `start`, is an error, as in cel-go.
-fn substring(this: &str, start: i64, end: Option<i64>) -> Result<Value, String> {
+fn substring(this: &str, start: i64, end: Option<i64>) -> Out {
     let chars: Vec<char> = this.chars().collect();
     let len = chars.len() as i64;
     let end = end.unwrap_or(len);
     if start < 0 || start > len {
-        return Err(format!("index out of range: {start}"));
+        return Err(EvalError::IndexOutOfRange(start));
     }
     if end < 0 || end > len {
-        return Err(format!("index out of range: {end}"));
+        return Err(EvalError::IndexOutOfRange(end));
     }
     if start > end {
-        return Err(format!(
-            "invalid substring range. start: {start}, end: {end}"
-        ));
+        return Err(EvalError::SubstringRange { start, end });
     }
     Ok(Value::String(Arc::new(
         chars[start as usize..end as usize].iter().collect(),

@@ -18,7 +18,7 @@ use olm_guard_core::UserInfo;
 use olm_guard_core::protocol::ResourceAttributes;
 use olm_guard_native::authorizer::{Authorize, Authorizer, AuthorizerError};
 use olm_guard_native::cost::CostModel;
-use olm_guard_native::interpreter::{Bindings, COST_LIMIT_EXCEEDED, Interpreter};
+use olm_guard_native::interpreter::{Bindings, EvalError, Interpreter, Out};
 use olm_guard_native::values::to_cel;
 
 /// Named JSON inputs of an expression.
@@ -38,7 +38,7 @@ fn run(
     model: CostModel,
     vars: &[(&'static str, Value)],
     limit: Option<u64>,
-) -> (Result<Value, String>, u64) {
+) -> (Out, u64) {
     let program = Env::stdlib().compile(expression).expect("parses");
     let bindings = Bindings(vars.to_vec());
     let mut interpreter = Interpreter::new(&bindings, model, limit);
@@ -249,7 +249,7 @@ fn cel_go_cost_limit_figures() {
         (Ok(Value::Bool(false)), 6)
     );
     let (out, _) = run(expression, m, &vars, Some(5));
-    assert_eq!(out, Err(COST_LIMIT_EXCEEDED.to_string()));
+    assert_eq!(out, Err(EvalError::CostLimitExceeded));
 }
 
 struct AlwaysAllow;

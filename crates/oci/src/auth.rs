@@ -28,6 +28,27 @@ pub struct DockerConfig {
     auths: BTreeMap<String, (String, String)>,
 }
 
+/// Why a Docker config file's text cannot be used, naming the entry and
+/// the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum DockerConfigError {
+    /// The text is not the JSON of a Docker config file.
+    #[error("not a Docker config file: {problem}")]
+    Format {
+        /// What the JSON reader said (in this message, so not also a
+        /// source).
+        problem: serde_json::Error,
+    },
+    /// An `auth` entry that is not base64 of `user:password`.
+    #[error(
+        "auths.\"{registry}\".auth is not base64 of user:password; run `docker login {registry}` again"
+    )]
+    Auth {
+        /// The entry's key, as written in the file.
+        registry: String,
+    },
+}
+
 #[derive(Deserialize)]
 struct File {
     #[serde(default)]
@@ -51,24 +72,24 @@ impl DockerConfig {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
-        DockerConfig::parse(&text).map_err(|reason| OciError::DockerConfig {
+        DockerConfig::parse(&text).map_err(|e| OciError::DockerConfig {
             path: path.display().to_string(),
-            reason,
+            reason: e.to_string(),
         })
     }
 
     /// Decode the JSON of a Docker config file; the error names the entry.
-    pub fn parse(text: &str) -> Result<DockerConfig, String> {
+    pub fn parse(text: &str) -> Result<DockerConfig, DockerConfigError> {
         let file: File =
-            serde_json::from_str(text).map_err(|e| format!("not a Docker config file: {e}"))?;
+            serde_json::from_str(text).map_err(|problem| DockerConfigError::Format { problem })?;
         let mut auths = BTreeMap::new();
         for (key, entry) in file.auths {
             let credentials = match (entry.auth, entry.username, entry.password) {
-                (Some(auth), _, _) if !auth.is_empty() => decode(&auth).ok_or_else(|| {
-                    format!(
-                        "auths.\"{key}\".auth is not base64 of user:password; run `docker login {key}` again"
-                    )
-                })?,
+                (Some(auth), _, _) if !auth.is_empty() => {
+                    decode(&auth).ok_or_else(|| DockerConfigError::Auth {
+                        registry: key.clone(),
+                    })?
+                }
                 (_, Some(user), Some(password)) => (user, password),
                 // Entries backed by a credential helper carry no secret here.
                 _ => continue,
@@ -146,7 +167,9 @@ mod tests {
 
     #[test]
     fn a_bad_auth_names_the_entry_and_the_fix() {
-        let err = DockerConfig::parse(r#"{"auths": {"r.example": {"auth": "!!"}}}"#).unwrap_err();
+        let err = DockerConfig::parse(r#"{"auths": {"r.example": {"auth": "!!"}}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("auths.\"r.example\".auth"), "{err}");
         assert!(err.contains("docker login r.example"), "{err}");
     }

@@ -35,7 +35,7 @@ use oci_client::secrets::RegistryAuth;
 
 use olm_guard_runtime::metadata::{METADATA_SECTION, Metadata, MetadataError};
 
-pub use auth::{DockerConfig, docker_config_path};
+pub use auth::{DockerConfig, DockerConfigError, docker_config_path};
 pub use cache::{Cached, cache_path, default_cache_dir, write_atomically};
 pub use reference::PolicyRef;
 pub use signature::{

@@ -10,7 +10,8 @@ use olm_guard_olm::catalog_source::{GROUP, VERSION};
 use olm_guard_rules::catalog_union::Settings;
 use serde_json::Value as Json;
 
-use super::{Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch};
+use super::{Check, Enforcement, GenerateError, Native};
+use crate::crd::{CrdRule, SchemaPatch};
 use crate::model::{BoundMutation, JsonPatch, MutatingPolicySpec, Mutation, json_patch_op};
 use crate::model::{BoundPolicy, MatchResources, NamedExpression, PolicySpec, Validation, named};
 

@@ -14,9 +14,8 @@ use olm_guard_olm::cluster_object_set::{
 use olm_guard_rules::group_authorization::{NOT_AUTHORIZED, Settings};
 use serde_json::Value as Json;
 
-use super::{
-    Check, CrdRule, Enforcement, GenerateError, Native, SchemaPatch, cel_string, user_text,
-};
+use super::{Check, Enforcement, GenerateError, Native, cel_string, user_text};
+use crate::crd::{CrdError, CrdRule, SchemaPatch};
 use crate::model::{
     BoundMutation, BoundPolicy, JsonPatch, MatchResources, MutatingPolicySpec, Mutation,
     PolicySpec, Validation, json_patch_op, named, rule_for,
@@ -452,7 +451,7 @@ fn kept_without_group_warning(variables: Vec<crate::model::NamedExpression>) -> 
 /// the rule that requires it. Each is written against the CRD the cluster
 /// runs (`cluster`) or the shipped upstream copy, and only adds.
 fn staged_schema_patches(cluster: Option<&[Json]>) -> Result<Vec<SchemaPatch>, GenerateError> {
-    let crd_error = |problem: String| GenerateError::Crd {
+    let crd_error = |problem: CrdError| GenerateError::Crd {
         rule: RULE,
         problem,
     };

@@ -10,7 +10,12 @@ pub mod scope_rbac;
 
 use serde_json::Value as Json;
 
+use crate::crd::CrdError;
 use crate::model::{BoundMutation, BoundPolicy};
+
+/// A rule's CRD patches and their rules are the CRD module's types,
+/// named here too, beside the [`Native`] form that holds them.
+pub use crate::crd::{CrdRule, SchemaPatch};
 
 /// Where one check of a rule is enforced on a cluster without Kubewarden.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,50 +65,6 @@ impl Check {
             enforcement,
             reason,
         }
-    }
-}
-
-/// A JSON patch (RFC 6902) for a CRD: validation rules the API server
-/// enforces with the schema, before any admission policy runs. Written
-/// against the CRD the user gives, or the shipped upstream copy
-/// ([`crate::crd::find`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SchemaPatch {
-    /// The CRD's name (`clusterobjectsets.olm.operatorframework.io`).
-    pub crd: String,
-    /// The file name under `deploy/native/`.
-    pub file: String,
-    /// When to apply it, in one line (patches of one rule are applied in
-    /// the order they are listed).
-    pub step: String,
-    /// The patch operations.
-    pub patch: Json,
-    /// The `x-kubernetes-validations` rules the patch adds, for evaluation.
-    pub rules: Vec<CrdRule>,
-}
-
-/// One `x-kubernetes-validations` rule and the field it is on.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CrdRule {
-    /// The field the rule is on, from the object's root (`spec`,
-    /// `spec.group`): `self` there, `oldSelf` its stored value.
-    pub path: &'static str,
-    /// The CEL rule.
-    pub rule: String,
-    /// The message.
-    pub message: String,
-    /// The message expression, if any.
-    pub message_expression: Option<String>,
-}
-
-impl CrdRule {
-    /// The rule as the schema writes it.
-    pub fn to_json(&self) -> Json {
-        let mut rule = serde_json::json!({"rule": self.rule, "message": self.message});
-        if let Some(m) = &self.message_expression {
-            rule["messageExpression"] = Json::String(m.clone());
-        }
-        rule
     }
 }
 
@@ -190,8 +151,9 @@ pub enum GenerateError {
     Crd {
         /// The rule.
         rule: &'static str,
-        /// What is wrong with the CRD, in one line.
-        problem: String,
+        /// What is wrong with the CRD, in one line (in this message, so
+        /// not also a source).
+        problem: CrdError,
     },
     /// The rule has no check CEL can decide from the request.
     #[error("{rule} has no native form: {reason}")]

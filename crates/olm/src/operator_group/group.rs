@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use olm_guard_core::ObjectMeta;
-use olm_guard_core::selector::{LabelSelector, Selector};
+use olm_guard_core::selector::{LabelSelector, Selector, SelectorError};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_with::DefaultOnNull;
@@ -108,7 +108,7 @@ pub enum TargetsError {
     /// `spec.targetNamespaces` contains `""`.
     ContainsNamespaceAll,
     /// `spec.selector` does not convert to a label selector.
-    InvalidSelector(String),
+    InvalidSelector(SelectorError),
 }
 
 impl OperatorGroupSpec {
@@ -121,7 +121,7 @@ impl OperatorGroupSpec {
             .as_ref()
             .map(Selector::from_label_selector)
             .transpose()
-            .map_err(|e| TargetsError::InvalidSelector(e.0))?;
+            .map_err(TargetsError::InvalidSelector)?;
         if !self.target_namespaces.is_empty() {
             if self.target_namespaces.iter().any(|ns| ns == NAMESPACE_ALL) {
                 return Err(TargetsError::ContainsNamespaceAll);
