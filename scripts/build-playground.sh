@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the browser playground (playground/) into dist/playground/:
-# the olm-guard-playground crate for wasm32-unknown-unknown, its wasm-bindgen
-# glue (`--target web`: an ES module, no bundler), and the page in
-# playground/www/. Serve it with `olm-guard playground`.
+# the olm-guard-playground crate for wasm32-unknown-unknown (plain exports,
+# no imports: playground/src/abi.rs), and the page in playground/www/, whose
+# app.js instantiates it. Serve it with `olm-guard playground`.
 #
 # The same two routes as scripts/build-wasm.sh, for another target:
 # Route 1: the rustup target wasm32-unknown-unknown when it is installed.
@@ -12,26 +12,17 @@
 #          needs the network to rustup's servers, which some machines do not
 #          have.
 #
-# wasm-bindgen-cli must be exactly the version of the wasm-bindgen crate in
-# Cargo.lock (its glue and the crate's custom sections are versioned
-# together); it is installed from crates.io into target/tools when missing.
+# No glue generator: the page's entry points are four plain exports, so
+# there is no wasm-bindgen crate to compile nor wasm-bindgen-cli to install
+# (about 140 s of CPU on a fresh 2-core machine, docs/build.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TARGET=wasm32-unknown-unknown
 CRATE=olm-guard-playground
 OUT=dist/playground
-TOOLS=${OLM_GUARD_TOOLS:-target/tools}
 CARGO_TARGET=${CARGO_TARGET_DIR:-target}
 WASM="$CARGO_TARGET/$TARGET/wasm/${CRATE//-/_}.wasm"
-
-# The wasm-bindgen version Cargo.lock resolves (`name = "wasm-bindgen"`
-# followed by its `version = "..."` line).
-BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock)
-if [ -z "$BINDGEN_VERSION" ]; then
-  echo "build-playground: no wasm-bindgen in Cargo.lock" >&2
-  exit 1
-fi
 
 have_rustup_target() {
   command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx "$TARGET"
@@ -52,26 +43,6 @@ ensure_debian_route() {
   fi
 }
 
-ensure_bindgen() {
-  local bin="$TOOLS/bin/wasm-bindgen"
-  if [ -x "$bin" ] && [ "$("$bin" --version 2>/dev/null)" = "wasm-bindgen $BINDGEN_VERSION" ]; then
-    return
-  fi
-  echo "build-playground: installing wasm-bindgen-cli $BINDGEN_VERSION into $TOOLS" >&2
-  # --locked first (the versions wasm-bindgen released with); a registry
-  # mirror that lacks one of those (seen: webpki-roots 1.0.11) makes that
-  # unresolvable, and then the newest compatible versions are taken.
-  # Only the `wasm-bindgen` binary, and unoptimised (--debug): it runs once
-  # per playground build on one small module, where an optimised build of
-  # its ~150 crates would cost a fresh machine about a minute more than it
-  # ever saves.
-  local install=(cargo install wasm-bindgen-cli --version "$BINDGEN_VERSION" --debug --bin wasm-bindgen --root "$TOOLS")
-  if ! "${install[@]}" --locked >&2; then
-    echo "build-playground: --locked failed; installing with the newest compatible dependencies" >&2
-    "${install[@]}" >&2
-  fi
-}
-
 if have_rustup_target; then
   echo "build-playground: rustup target $TARGET" >&2
   cargo build --profile wasm --target "$TARGET" -p "$CRATE"
@@ -85,14 +56,8 @@ else
 fi
 [ -f "$WASM" ] || { echo "build-playground: $WASM was not produced" >&2; exit 1; }
 
-ensure_bindgen
 rm -rf "$OUT"
 mkdir -p "$OUT"
-"$TOOLS/bin/wasm-bindgen" --target web --no-typescript --out-dir "$OUT" --out-name olm_guard_playground "$WASM"
-glue_wasm="$OUT/olm_guard_playground_bg.wasm"
-# No wasm-opt here, unlike build-wasm.sh: Debian bookworm's binaryen (108)
-# rewrites wasm-bindgen's externref table so that the glue's
-# `table.set(0, undefined)` throws at start-up (seen in Node 20;
-# Chromium not tried). The profile's opt-level "s" and LTO already apply.
+cp "$WASM" "$OUT/olm_guard_playground.wasm"
 cp playground/www/* "$OUT/"
-echo "build-playground: $OUT ($(stat -c %s "$glue_wasm") bytes of wasm); serve it with 'olm-guard playground'" >&2
+echo "build-playground: $OUT ($(stat -c %s "$OUT/olm_guard_playground.wasm") bytes of wasm); serve it with 'olm-guard playground'" >&2

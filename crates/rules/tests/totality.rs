@@ -158,34 +158,69 @@ fn every_rule_has_scenarios_to_mutate() {
 
 #[test]
 fn every_rule_answers_odd_requests_with_a_verdict() {
-    let settings = Value::Null;
     for rule in RULES {
-        let mut evaluations = 0;
-        for (request, snapshot) in scenarios(rule) {
-            for value in odd_values() {
-                assert_answers(rule, &format!("request {value}"), || {
-                    rule.evaluate(value.clone(), &settings, &NoCluster)
-                });
-                for path in paths(&request) {
-                    let path: Vec<&str> = path.iter().map(String::as_str).collect();
-                    let Some(odd) = replaced(&request, &path, &value) else {
-                        continue;
-                    };
-                    let what = format!("{} = {value}", path.join("."));
-                    assert_answers(rule, &what, || {
-                        rule.evaluate(odd.clone(), &settings, &snapshot)
-                    });
-                    assert_answers(rule, &what, || rule.evaluate(odd, &settings, &NoCluster));
-                    evaluations += 2;
-                }
-            }
-        }
+        let scenarios = scenarios(rule);
+        let evaluations: usize = on_every_core(&scenarios, |(request, snapshot)| {
+            odd_requests_answered(rule, request, snapshot)
+        });
         assert!(
             evaluations > 1_000,
             "{}: only {evaluations} evaluations",
             rule.name
         );
     }
+}
+
+/// Every odd value as the whole request, and in place of each of the
+/// request's fields (with the scenario's cluster, and with none); answers
+/// how many evaluations that made.
+fn odd_requests_answered(rule: &RuleEntry, request: &Value, snapshot: &Snapshot) -> usize {
+    let settings = Value::Null;
+    let mut evaluations = 0;
+    for value in odd_values() {
+        assert_answers(rule, &format!("request {value}"), || {
+            rule.evaluate(value.clone(), &settings, &NoCluster)
+        });
+        for path in paths(request) {
+            let path: Vec<&str> = path.iter().map(String::as_str).collect();
+            let Some(odd) = replaced(request, &path, &value) else {
+                continue;
+            };
+            let what = format!("{} = {value}", path.join("."));
+            assert_answers(rule, &what, || {
+                rule.evaluate(odd.clone(), &settings, snapshot)
+            });
+            assert_answers(rule, &what, || rule.evaluate(odd, &settings, &NoCluster));
+            evaluations += 2;
+        }
+    }
+    evaluations
+}
+
+/// `work` on every item, the items shared out over the machine's cores (the
+/// rules are unoptimised in a test build, and a rule's scenarios are
+/// independent); answers the sum. A failing assertion in a worker fails the
+/// test with its own message.
+fn on_every_core<T: Sync>(items: &[T], work: impl Fn(&T) -> usize + Sync) -> usize {
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|worker| {
+                let work = &work;
+                scope.spawn(move || -> usize {
+                    items.iter().skip(worker).step_by(workers).map(work).sum()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| -> usize {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .sum::<usize>()
+    })
 }
 
 /// A value of a JSON type other than `default`'s.
