@@ -10,14 +10,15 @@
 #
 # Prints one line per run (its number, exit code and wall time) and, at the
 # end, how many runs passed; exits 1 unless every run passed. Each run's
-# output goes to target/under-load/run-<n>.log.
+# output goes to target/under-load/run-<n>.log (or $UNDER_LOAD_LOGS/run-<n>.log);
+# the load's target directory is a temporary one (or $UNDER_LOAD_TARGET, kept).
 set -u
 
 [ $# -ge 2 ] || { echo "usage: scripts/under-load.sh N COMMAND [ARGS...]" >&2; exit 2; }
 runs=$1
 shift
 root="$(cd "$(dirname "$0")/.." && pwd)"
-logs="$root/target/under-load"
+logs="${UNDER_LOAD_LOGS:-$root/target/under-load}"
 mkdir -p "$logs"
 load_dir="${UNDER_LOAD_TARGET:-$(mktemp -d)}"
 
