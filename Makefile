@@ -8,7 +8,7 @@
 
 POLICIES := $(notdir $(patsubst %/,%,$(wildcard policies/*/)))
 CARGO    ?= cargo
-HOST     := target/debug/olm-guard
+HOST     := $(or $(CARGO_TARGET_DIR),target)/debug/olm-guard
 # Release binaries, wherever cargo puts them.
 RELEASE  := $(or $(CARGO_TARGET_DIR),target)/release
 

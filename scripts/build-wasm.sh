@@ -17,7 +17,8 @@ pkg_args=()
 for p in "${POLICIES[@]}"; do pkg_args+=(-p "$p"); done
 
 TARGET=wasm32-wasip1
-OUT_DIR=target/$TARGET/wasm
+# Where cargo puts the wasm profile's output: under $CARGO_TARGET_DIR when set.
+OUT_DIR=${CARGO_TARGET_DIR:-target}/$TARGET/wasm
 
 have_rustup_target() {
   command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -qx "$TARGET"
