@@ -63,4 +63,6 @@ if $vet; then
   "$go" vet . ||
     { echo "build-kube-harness: go vet found the problems above" >&2; exit 1; }
 fi
+# The last line of stdout, which crates/kube-harness/src/lib.rs reads the
+# program's path from.
 echo "build-kube-harness: $out"

@@ -104,13 +104,19 @@ fn build_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/build-kube-harness.sh")
 }
 
-/// Where the built program goes: beside cargo's own output (as the script
-/// puts it).
-fn binary_path() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
+/// What the script prints last on stdout, before the path of the program it
+/// built (beside cargo's output: `$CARGO_TARGET_DIR`, relative to the
+/// repository, or `target/`). The path is the script's to choose, so it is
+/// read back rather than worked out a second time here.
+const BUILT_PREFIX: &str = "build-kube-harness: ";
+
+/// The program's path from the script's stdout.
+fn built_path(stdout: &[u8]) -> Option<PathBuf> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .last()?
+        .strip_prefix(BUILT_PREFIX)
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    target.join("kube-harness").join("kube-harness")
 }
 
 /// The script's exit code when no Go toolchain is installed.
@@ -134,7 +140,12 @@ pub fn build() -> Result<PathBuf, HarnessError> {
             .output()
             .map_err(|e| BuildFailure::Build(format!("cannot run sh: {e}")))?;
         match output.status.code() {
-            Some(0) => Ok(binary_path()),
+            Some(0) => built_path(&output.stdout).ok_or_else(|| {
+                BuildFailure::Build(format!(
+                    "it succeeded without printing `{BUILT_PREFIX}<path>` last: {}",
+                    String::from_utf8_lossy(&output.stdout)
+                ))
+            }),
             Some(NO_GO) => Err(BuildFailure::NoGo),
             _ => Err(BuildFailure::Build(
                 String::from_utf8_lossy(&output.stderr).into_owned(),
