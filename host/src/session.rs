@@ -11,7 +11,6 @@ use clap::Args;
 
 use olm_guard_evaluator::scenario::Sessions;
 use olm_guard_evaluator::{ClusterContext, SessionRecorder, SessionReplay};
-use olm_guard_snapshot::Snapshot;
 
 /// Where `run` answers host calls from, and whether it records them.
 #[derive(Args)]
@@ -23,13 +22,13 @@ pub struct SessionArgs {
     /// Answer host calls from a session FILE (kwctl's format) instead of
     /// --cluster, strictly in order; a call that differs from the recorded
     /// one fails, showing both.
-    #[arg(long, value_name = "FILE", conflicts_with = "cluster")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["cluster", "kubeconfig", "context"])]
     pub replay: Option<PathBuf>,
 }
 
 /// The cluster context of one `run`, and what to do once it is evaluated.
 pub enum RunContext {
-    /// The snapshot alone.
+    /// The cluster alone.
     Snapshot,
     /// The snapshot, recorded to the file.
     Record(Arc<SessionRecorder>, PathBuf),
@@ -38,14 +37,14 @@ pub enum RunContext {
 }
 
 impl SessionArgs {
-    /// The context to evaluate in: `snapshot`, recorded or replaced by the
-    /// session.
-    pub fn context(&self, snapshot: Snapshot) -> anyhow::Result<(ClusterContext, RunContext)> {
+    /// The context to evaluate in: `cluster` (a snapshot, or a live
+    /// cluster), recorded or replaced by the session.
+    pub fn context(&self, cluster: ClusterContext) -> anyhow::Result<(ClusterContext, RunContext)> {
         if let Some(path) = &self.replay {
             let replay = Arc::new(SessionReplay::load(path)?);
             return Ok((replay.clone(), RunContext::Replay(replay, path.clone())));
         }
-        let snapshot: ClusterContext = Arc::new(snapshot);
+        let snapshot = cluster;
         match &self.record {
             Some(path) => {
                 let recorder = Arc::new(SessionRecorder::new(snapshot));

@@ -82,6 +82,12 @@ impl Served {
         Ok(Served { crds })
     }
 
+    /// The CRD of `group/kind` (`olm.operatorframework.io/ClusterObjectSet`;
+    /// `+union` for the CatalogSource CRD with the union members).
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.crds.iter().find(|(k, _)| k == key).map(|(_, crd)| crd)
+    }
+
     /// The CRD serving the kind of `request` (an AdmissionRequest), `None`
     /// for a built-in kind (ClusterRole). With `union_members`, a
     /// CatalogSource is served by the CRD that has the union members. A

@@ -34,6 +34,8 @@
 //! # Ok::<(), olm_guard_kube_harness::HarnessError>(())
 //! ```
 
+pub mod cluster;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -104,13 +106,13 @@ fn build_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/build-kube-harness.sh")
 }
 
-/// What the script prints last on stdout, before the path of the program it
-/// built (beside cargo's output: `$CARGO_TARGET_DIR`, relative to the
-/// repository, or `target/`). The path is the script's to choose, so it is
-/// read back rather than worked out a second time here.
+/// What the script prints last on stdout, before the directory of the
+/// programs it built (beside cargo's output: `$CARGO_TARGET_DIR`, relative
+/// to the repository, or `target/`). The path is the script's to choose, so
+/// it is read back rather than worked out a second time here.
 const BUILT_PREFIX: &str = "build-kube-harness: ";
 
-/// The program's path from the script's stdout.
+/// The programs' directory from the script's stdout.
 fn built_path(stdout: &[u8]) -> Option<PathBuf> {
     String::from_utf8_lossy(stdout)
         .lines()
@@ -129,8 +131,9 @@ enum BuildFailure {
     Build(String),
 }
 
-/// Builds the program with `scripts/build-kube-harness.sh`, once per process
-/// (`go build` is a cache hit when nothing changed), and returns its path.
+/// Builds the programs with `scripts/build-kube-harness.sh`, once per process
+/// (`go build` is a cache hit when nothing changed), and returns their
+/// directory: `kube-harness` and `crd-apiserver`.
 pub fn build() -> Result<PathBuf, HarnessError> {
     static BUILT: OnceLock<Result<PathBuf, BuildFailure>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
@@ -162,7 +165,7 @@ pub fn build() -> Result<PathBuf, HarnessError> {
 impl KubeHarness {
     /// Builds (if needed) and starts the harness.
     pub fn start() -> Result<KubeHarness, HarnessError> {
-        let binary = build()?;
+        let binary = build()?.join("kube-harness");
         let mut child = Command::new(&binary)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

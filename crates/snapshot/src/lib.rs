@@ -31,6 +31,8 @@ use serde_json::Value;
 
 pub use discovery::{ApiResource, ApiResources, DiscoveryError};
 pub use error::{LoadOptions, Location, ObjectRef, Problem, SnapshotError, SnapshotWarning};
+pub use load::strip_server_noise;
+pub use masks::mask;
 
 fn invalid(message: String) -> ContextError {
     ContextError::new(ContextErrorKind::InvalidRequest, message)
@@ -237,6 +239,23 @@ impl Snapshot {
     /// object comes with where it was read; each problem names it.
     pub fn read_objects(source: &str, text: &str) -> Vec<Result<(Location, Value), SnapshotError>> {
         load::objects_from_yaml(source, text)
+    }
+
+    /// Adds objects read elsewhere, each with where it was read (a live
+    /// cluster's lists, `https://host:6443`; a file's objects chosen by
+    /// kind from [`Snapshot::read_objects`]), checked and reported as
+    /// [`Snapshot::add_source`] checks and reports a file's.
+    pub fn add_located(
+        &mut self,
+        objects: impl IntoIterator<Item = (Location, Value)>,
+        options: LoadOptions,
+    ) -> Result<Vec<SnapshotWarning>, SnapshotError> {
+        self.add_all(
+            objects
+                .into_iter()
+                .map(|(at, object)| load::object_at(at, object)),
+            options,
+        )
     }
 
     /// Adds one object, strictly: it must carry `apiVersion` and `kind`, be

@@ -125,7 +125,7 @@ pub(crate) fn type_of(object: &Value) -> Result<(String, String), Problem> {
 }
 
 /// What policy-server strips from served objects, so policies see the same.
-pub(crate) fn strip_server_noise(object: &mut Value) {
+pub fn strip_server_noise(object: &mut Value) {
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
         if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {

@@ -45,6 +45,13 @@ fn plot_names_the_feature_it_needs() {
 }
 
 #[test]
+fn a_live_cluster_names_the_feature_it_needs() {
+    let live = "built without live-cluster support (cargo feature `live`";
+    assert_refused(&["audit", "--kubeconfig", "/nonexistent/kubeconfig"], live);
+    assert_refused(&["snapshot", "--context", "prod"], live);
+}
+
+#[test]
 fn the_rest_of_the_cli_is_there() {
     let output = olm_guard(&["--help"]);
     assert!(output.status.success());

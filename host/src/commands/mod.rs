@@ -1,8 +1,8 @@
 //! One module per subcommand, each holding its clap arguments and its flow
 //! (a folder where a command has parts). A command imports no other
 //! command: what several share lives beside `commands/`, under its own name
-//! (`modules`, `settings`, `inputs`, `snapshot`, `output`, `findings`,
-//! `registry`, `verification`, `limits`, `session`); `tests/layout.rs`
+//! (`modules`, `settings`, `inputs`, `snapshot`, `live`, `output`,
+//! `findings`, `registry`, `verification`, `limits`, `session`); `tests/layout.rs`
 //! holds it so.
 
 pub mod annotate;
@@ -16,5 +16,6 @@ pub mod push;
 pub mod run;
 pub mod scaffold;
 pub mod sign;
+pub mod snapshot;
 pub mod test;
 pub mod verify;

@@ -150,8 +150,12 @@ const BATCH_BYTES: usize = 16 << 20;
 
 /// Everything one audit run needs.
 pub struct Audit {
-    /// The snapshot, the context every evaluation is answered from.
+    /// The objects audited: a snapshot's, or those read from a live
+    /// cluster.
     pub snapshot: Arc<Snapshot>,
+    /// What every evaluation's lookups are answered from: the snapshot
+    /// itself, or the live cluster.
+    pub context: ClusterContext,
     /// Results about the snapshot itself (unreadable documents).
     pub load_findings: Vec<Finding>,
     /// The modules, sorted by name.
@@ -244,9 +248,10 @@ impl Audit {
     pub fn run(&self, progress: &(dyn Fn(Progress) + Sync)) -> Vec<Finding> {
         let tasks = self.tasks();
         progress(Progress::Start(tasks.len()));
-        // The snapshot keeps each answer it serialises: every evaluation of
-        // one module asks the same lists.
-        let cluster: ClusterContext = self.snapshot.clone();
+        // The context keeps each answer it serialises (a snapshot) or reads
+        // (a live cluster, as policy-server's reflectors keep lists): every
+        // evaluation of one module asks the same lists.
+        let cluster: ClusterContext = self.context.clone();
         let mut findings: Vec<Finding> = self
             .shares(&tasks)
             .par_iter()

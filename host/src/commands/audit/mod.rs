@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::findings::{Finding, Outcome, table};
 use crate::limits::LimitArgs;
+use crate::live::{self, LiveArgs, LiveContext, Session, Wanted};
 use crate::modules::policies_dir;
 use crate::output::{one_line, write_json};
 use engine::{Audit, Progress, Requester};
@@ -29,6 +30,9 @@ const EXIT_UNUSABLE: u8 = 2;
 #[derive(Args)]
 #[command(after_long_help = "\
 Examples:
+  olm-guard audit                                   # the cluster of the current kubeconfig context
+  olm-guard audit --context prod --chunk-size 100 -o json
+  olm-guard audit --kubeconfig k.yaml --cluster rbac.yaml   # rbac.yaml for kinds the server lacks
   olm-guard audit --cluster cluster.yaml
   kubectl get catalogsources,operatorgroups,clusterserviceversions -A -o yaml > olm.yaml
   kubectl get clusterobjectsets,clusterroles,clusterrolebindings,rolebindings,roles -A -o yaml > rest.yaml
@@ -37,6 +41,15 @@ Examples:
   olm-guard audit --cluster olm.yaml -o html > audit.html
   olm-guard audit --cluster olm.yaml -o report | kubectl apply -f -
   olm-guard audit --cluster olm.yaml -o report --report-kind policyreport
+
+What is audited: without --cluster, or with --kubeconfig or --context, a
+live cluster (the kubeconfig resolved as kubectl resolves it): every kind the
+modules' rules cover is listed page by page (--chunk-size), and the modules'
+lookups are answered by the API server, as policy-server answers them; the
+objects of --cluster files complete it with the kinds the server does not
+serve. With --cluster alone, the files. A list or lookup that fails (the
+server stopped, credentials refused, a timeout) stops the audit with exit 2:
+no report is printed as complete.
 
 Which modules apply: those whose metadata rules cover a CREATE of the
 object's kind. Modules with backgroundAudit: true are evaluated as
@@ -50,12 +63,16 @@ Exit codes:
   0  the audit ran; nothing failed, or something did without --fail-on-violation
   1  --fail-on-violation, and at least one result is fail or error
   2  the audit could not run: a file or module that cannot be read, settings
-     a module refuses, a --settings for no module, or invalid arguments")]
+     a module refuses, a --settings for no module, a cluster that cannot be
+     read (kubeconfig, connection, credentials, timeout), or invalid arguments")]
 pub struct AuditArgs {
     /// Cluster snapshot: multi-document YAML or a List (`kubectl get ... -A
-    /// -o yaml`); repeatable.
-    #[arg(long, required = true)]
+    /// -o yaml`); repeatable. With a live cluster, it completes it with the
+    /// kinds the server does not serve.
+    #[arg(long)]
     pub cluster: Vec<PathBuf>,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Which kinds are cluster-scoped: `kubectl api-resources -o wide`
     /// output or a YAML list of `{apiVersion, kind, namespaced}`.
     #[arg(long, value_name = "FILE")]
@@ -122,9 +139,14 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
 
 fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    // A cluster that cannot be reached is said before the modules compile.
+    let live_cluster = args.live.given() || args.cluster.is_empty();
+    let session = if live_cluster {
+        Some(args.live.session()?)
+    } else {
+        None
+    };
     let settings = crate::settings::by_module(&args.settings)?;
-    let (snapshot, load_findings) =
-        engine::load_snapshot(&args.cluster, args.api_resources.as_deref())?;
     let runtime = args.limits.runtime()?;
     let policies = engine::load_policies(
         &runtime,
@@ -132,17 +154,32 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         &policies_dir(&args.policies),
         settings,
     )?;
-    let audit = Audit {
-        snapshot: Arc::new(snapshot),
-        load_findings,
-        policies,
-        requester: Requester {
-            user: args.as_user.clone(),
-            groups: args.as_groups.clone(),
-        },
-        batched: !args.no_batch,
+    let requester = Requester {
+        user: args.as_user.clone(),
+        groups: args.as_groups.clone(),
+    };
+    let mut live_context = None;
+    let audit = if let Some(session) = &session {
+        let (audit, context) = read_live(args, session, policies, requester)?;
+        live_context = Some(context);
+        audit
+    } else {
+        let (snapshot, load_findings) =
+            engine::load_snapshot(&args.cluster, args.api_resources.as_deref())?;
+        let snapshot = Arc::new(snapshot);
+        Audit {
+            context: snapshot.clone(),
+            snapshot,
+            load_findings,
+            policies,
+            requester,
+            batched: !args.no_batch,
+        }
     };
     let findings = audit.run(&progress_bar());
+    if let Some(failure) = live_context.as_ref().and_then(LiveContext::failure) {
+        anyhow::bail!("{failure}; the audit is incomplete, so no report is printed");
+    }
     let elapsed = started.elapsed();
 
     let mut out = std::io::stdout().lock();
@@ -182,6 +219,87 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The audit of a live cluster: every kind the modules judge, listed page
+/// by page, completed by the `--cluster` files' objects of kinds the server
+/// does not serve; the lookups answered by the server (and those files).
+fn read_live(
+    args: &AuditArgs,
+    session: &Session,
+    policies: Vec<engine::AuditPolicy>,
+    requester: Requester,
+) -> anyhow::Result<(Audit, LiveContext)> {
+    let metadata: Vec<&olm_guard_runtime::Metadata> =
+        policies.iter().map(|p| &p.module.metadata).collect();
+    let (judged, wildcards) = live::kinds_judged(&metadata);
+    for rule in wildcards {
+        eprintln!(
+            "olm-guard: note: a rule covers {rule}, which names no kind to list: audit those \
+             objects from a file (--cluster)"
+        );
+    }
+    let wanted: Vec<Wanted> = judged
+        .into_iter()
+        .map(|(api_version, plural)| Wanted::Resource(api_version, plural))
+        .collect();
+    let (kinds, missing) = live::resolve(session, &wanted)?;
+    if !missing.is_empty() {
+        eprintln!(
+            "olm-guard: note: the API server {} does not serve {missing}: there is none of them to audit",
+            session.server()
+        );
+    }
+    let objects = live::read(session, &kinds, args.live.chunk_size)?;
+    let (files, mut load_findings) = if args.cluster.is_empty() {
+        (None, Vec::new())
+    } else {
+        let (files, findings) =
+            engine::load_snapshot(&args.cluster, args.api_resources.as_deref())?;
+        (Some(files), findings)
+    };
+    let mut snapshot = olm_guard_snapshot::Snapshot::new();
+    if let Some(path) = &args.api_resources {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        let table = olm_guard_snapshot::ApiResources::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        snapshot.add_api_resources(table);
+    }
+    // The server's discovery says the scope of what it serves.
+    snapshot.add_api_resources(live::api_resources(&kinds));
+    let server = session.server();
+    let at = olm_guard_snapshot::Location {
+        source: server.clone(),
+        ..Default::default()
+    };
+    let mut located: Vec<(olm_guard_snapshot::Location, Value)> = objects
+        .into_iter()
+        .map(|object| (at.clone(), object))
+        .collect();
+    if let Some(files) = &files {
+        located.extend(live::unserved_objects(session, files)?);
+    }
+    let warnings = snapshot.add_located(located, olm_guard_snapshot::LoadOptions::LENIENT)?;
+    load_findings.extend(warnings.into_iter().map(|warning| Finding {
+        object: None,
+        source: warning.error.at.to_string(),
+        policy: crate::findings::SNAPSHOT_POLICY.into(),
+        result: Outcome::Error,
+        message: warning.to_string(),
+    }));
+    let context = session.context(files);
+    Ok((
+        Audit {
+            snapshot: Arc::new(snapshot),
+            context: context.cluster(),
+            load_findings,
+            policies,
+            requester,
+            batched: !args.no_batch,
+        },
+        context,
+    ))
 }
 
 /// How many results of each kind.

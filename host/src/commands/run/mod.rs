@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::limits::LimitArgs;
+use crate::live::LiveArgs;
 use crate::registry::RegistryArgs;
 use crate::session::SessionArgs;
 use crate::snapshot::SnapshotArgs;
@@ -36,6 +37,18 @@ Examples:
 
   # Show every host call the module makes, with its answer:
   olm-guard run revision-uniqueness --object cos.yaml --cluster cluster.yaml --trace
+
+  # Against a live cluster (--kubeconfig and --context as kubectl takes them):
+  olm-guard run og-intersection --object og.yaml --context prod
+  olm-guard run group-authorization --object cos.yaml --kubeconfig k.yaml --user alice
+
+With --kubeconfig or --context, one module's lookups are answered by the API
+server as Kubewarden's policy-server answers them (lists, gets, and can_i as
+a SubjectAccessReview); --cluster files then answer only for the kinds the
+server does not serve. With several modules, the kinds they read are listed
+once into the starting snapshot. A lookup that cannot be answered (the server
+stopped, credentials refused, a timeout) stops the run with exit 2 instead of
+printing its verdict.
 
 MODULE is a name in --dist (`catalog-union`), a path to a .wasm file, or
 registry://host[:port]/repo:tag; with --verification-config, only
@@ -125,6 +138,8 @@ pub struct RunArgs {
     pub independent: bool,
     #[command(flatten)]
     pub snapshot: SnapshotArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
     #[command(flatten)]
     pub session: SessionArgs,
     /// metadata.yml to use instead of the module's embedded metadata.

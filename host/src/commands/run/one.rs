@@ -47,7 +47,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     policy.validate_settings(&settings)?;
-    let (cluster, context) = args.session.context(snapshot)?;
+    // A live cluster answers the lookups; the --cluster files, then, only
+    // what it does not serve.
+    let (base, live): (olm_guard_evaluator::ClusterContext, _) = if args.live.given() {
+        let session = args.live.session()?;
+        let fallback = (!args.snapshot.cluster.is_empty()).then_some(snapshot);
+        let live = session.context(fallback);
+        (live.cluster(), Some(live))
+    } else {
+        (Arc::new(snapshot), None)
+    };
+    let (cluster, context) = args.session.context(base)?;
     warn_about_missing_context(&policy, &args, &requests);
     let mut out = std::io::stdout().lock();
     let mut denied = 0;
@@ -67,6 +77,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let response = result
             .map_err(|e| args.limits.with_hint(e))
             .with_context(|| format!("{}: {label}", module_path.display()))?;
+        // A verdict reached on a lookup the cluster could not answer says
+        // nothing about the object: it is not printed as one.
+        if let Some(failure) = live.as_ref().and_then(|live| live.failure()) {
+            bail!("{label}: {failure}; no verdict is printed");
+        }
         if !response.allowed {
             denied += 1;
         }
@@ -125,6 +140,7 @@ fn warn_about_missing_context(policy: &Policy, args: &RunArgs, requests: &[(Stri
     if (!reads.is_empty() || authorizes)
         && args.snapshot.cluster.is_empty()
         && args.session.replay.is_none()
+        && !args.live.given()
     {
         let mut lookups = reads.clone();
         if authorizes {

@@ -17,6 +17,7 @@ use olm_guard_evaluator::preflight::{self, Module, Pair, PreflightError, Report,
 
 use super::{RunArgs, RunOutput, show};
 use crate::findings::{Finding, Outcome, Subject, table};
+use crate::live::{self, Wanted};
 use crate::modules::{self, ALL, Loaded, policies_dir};
 use crate::output::{write_json, write_yaml, xml_escape};
 use crate::{inputs, settings};
@@ -125,6 +126,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let runtime = args.limits.runtime()?;
     let mut policies = modules::load(&runtime, modules, &policies_dir(&args.dist), settings)?;
     preflight::call_order(&mut policies, Loaded::as_module);
+    let snapshot = if args.live.given() {
+        live_snapshot(&args, &policies, &documents, snapshot)?
+    } else {
+        snapshot
+    };
     let options = preflight::Options {
         namespace: args.namespace.clone(),
         operation: args.operation.clone(),
@@ -195,6 +201,50 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The starting snapshot of a live cluster: what the modules read (and its
+/// RBAC, for `can_i`) and the stored objects of the documents' kinds (an
+/// object already there is an UPDATE of it), listed once; the --cluster
+/// files complete it with the kinds the server does not serve.
+fn live_snapshot(
+    args: &RunArgs,
+    policies: &[Loaded],
+    documents: &[(String, Value)],
+    files: olm_guard_snapshot::Snapshot,
+) -> anyhow::Result<olm_guard_snapshot::Snapshot> {
+    let metadata: Vec<&olm_guard_runtime::Metadata> =
+        policies.iter().map(|p| &p.metadata).collect();
+    let mut wanted: Vec<Wanted> = live::kinds_read(&metadata)
+        .into_iter()
+        .map(|(v, kind)| Wanted::Kind(v, kind))
+        .collect();
+    if metadata.iter().any(|m| live::calls_can_i(m)) {
+        wanted.extend(
+            live::RBAC_KINDS
+                .iter()
+                .map(|(v, kind)| Wanted::Kind(v.to_string(), kind.to_string())),
+        );
+    }
+    for (_, document) in documents {
+        if let (Some(api_version), Some(kind)) =
+            (document["apiVersion"].as_str(), document["kind"].as_str())
+        {
+            wanted.push(Wanted::Kind(api_version.into(), kind.into()));
+        }
+    }
+    wanted.sort();
+    wanted.dedup();
+    let session = args.live.session()?;
+    let files = (!args.snapshot.cluster.is_empty()).then_some(&files);
+    let snapshot = live::snapshot_of(&session, &wanted, args.live.chunk_size, files)?;
+    eprintln!(
+        "olm-guard: several modules: {} objects read from {} once; each admitted document joins \
+         them for the documents after it",
+        snapshot.len(),
+        session.server()
+    );
+    Ok(snapshot)
 }
 
 /// The AdmissionReview of one pair, as `run -o json` prints one, with the

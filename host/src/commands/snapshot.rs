@@ -1,0 +1,149 @@
+//! `olm-guard snapshot`: the part of a live cluster the modules read or
+//! judge, written as the file `--cluster` reads, so that any later `run`,
+//! `test` or `audit` replays that cluster offline.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::Value;
+
+use crate::live::{self, LiveArgs, Wanted};
+use crate::modules::{self, ALL};
+use crate::registry::RegistryArgs;
+
+#[derive(Args)]
+#[command(after_long_help = "\
+Which kinds: those the modules' admission rules cover (the objects an audit
+judges), those their metadata lets them read (contextAwareResources), and the
+RBAC kinds when a module calls kubernetes/can_i (a snapshot answers can_i from
+the cluster's RBAC). A kind the server does not serve is named on stderr: the
+snapshot holds none of it.
+
+Examples:
+  olm-guard snapshot -o cluster.yaml                  # current context, every module in dist/
+  olm-guard snapshot og-intersection --context prod -o og.yaml
+  olm-guard snapshot --kubeconfig k.yaml -o cluster.json   # .json: one JSON List
+  olm-guard audit --cluster cluster.yaml              # later, offline
+
+Needs from RBAC: list on every kind written.
+
+Exit codes: 0 written; 2 the cluster could not be read (kubeconfig,
+connection, credentials, timeout: nothing is written), or a module or file
+could not be read.")]
+pub struct SnapshotArgs {
+    /// The modules whose kinds to read: names in --dist, .wasm paths, or
+    /// `all` (the default: every module in --dist).
+    #[arg(value_name = "MODULE")]
+    pub modules: Vec<String>,
+    /// Where modules named by name are.
+    #[arg(long, default_value = "dist")]
+    pub dist: PathBuf,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// Write the snapshot to FILE (`.json`: one JSON List; otherwise YAML
+    /// documents) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
+    let session = args.live.session()?;
+    let names = if args.modules.is_empty() {
+        vec![ALL.to_string()]
+    } else {
+        args.modules.clone()
+    };
+    let named = modules::named(&names, &args.dist, &RegistryArgs::default())?;
+    let mut metadata = Vec::new();
+    for (name, path) in &named {
+        metadata.push(modules::metadata_of(name, path, &args.dist)?);
+    }
+    let metadata: Vec<&olm_guard_runtime::Metadata> = metadata.iter().collect();
+    let mut wanted: Vec<Wanted> = Vec::new();
+    let (judged, wildcards) = live::kinds_judged(&metadata);
+    for rule in wildcards {
+        eprintln!("olm-guard: note: a rule covers {rule}, which names no kind to read");
+    }
+    wanted.extend(
+        judged
+            .into_iter()
+            .map(|(v, plural)| Wanted::Resource(v, plural)),
+    );
+    wanted.extend(
+        live::kinds_read(&metadata)
+            .into_iter()
+            .map(|(v, kind)| Wanted::Kind(v, kind)),
+    );
+    if metadata.iter().any(|m| live::calls_can_i(m)) {
+        wanted.extend(
+            live::RBAC_KINDS
+                .iter()
+                .map(|(v, kind)| Wanted::Kind(v.to_string(), kind.to_string())),
+        );
+    }
+    let (kinds, missing) = live::resolve(&session, &wanted)?;
+    if !missing.is_empty() {
+        eprintln!(
+            "olm-guard: note: the API server {} does not serve {missing}: the snapshot holds none of them",
+            session.server()
+        );
+    }
+    // Everything is read before anything is written: a list that fails
+    // leaves no partial file behind.
+    let objects: Vec<Value> = live::read(&session, &kinds, args.live.chunk_size)?
+        .into_iter()
+        .map(|mut object| {
+            // What the server adds for its own bookkeeping; a snapshot
+            // drops it when it reads the file anyway.
+            olm_guard_snapshot::strip_server_noise(&mut object);
+            object
+        })
+        .collect();
+    let json = args
+        .output
+        .as_ref()
+        .is_some_and(|path| path.extension().is_some_and(|e| e == "json"));
+    let mut text = Vec::new();
+    if json {
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
+        serde_json::to_writer_pretty(&mut text, &list)?;
+        text.push(b'\n');
+    } else {
+        writeln!(
+            text,
+            "# olm-guard snapshot of {}: {} objects of {} kinds, for {}",
+            session.server(),
+            objects.len(),
+            kinds.len(),
+            named
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?;
+        if !missing.is_empty() {
+            writeln!(text, "# not served, so none here: {missing}")?;
+        }
+        for object in &objects {
+            writeln!(text, "---")?;
+            serde_yaml_ng::to_writer(&mut text, object)?;
+        }
+    }
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!(
+                "olm-guard: wrote {} objects of {} kinds to {}",
+                objects.len(),
+                kinds.len(),
+                path.display()
+            );
+        }
+        None => std::io::stdout().lock().write_all(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

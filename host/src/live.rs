@@ -1,0 +1,546 @@
+//! A live cluster for `run`, `audit` and `snapshot`: `--kubeconfig`,
+//! `--context`, `--request-timeout` and `--chunk-size` as kubectl takes
+//! them, the connection ([`Session`]), the host calls it answers
+//! ([`LiveContext`]), and the kinds a set of modules judges and reads
+//! ([`kinds_judged`], [`kinds_read`]).
+//!
+//! Live-cluster support is the `live` cargo feature (on by default). A
+//! build without it (`make examples`) keeps every flag and refuses them
+//! with one line that says how to build it in.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::Value;
+
+use olm_guard_evaluator::ClusterContext;
+use olm_guard_runtime::Metadata;
+use olm_guard_snapshot::Snapshot;
+
+/// Which cluster to read, as kubectl chooses it.
+#[derive(Args, Clone, Debug, Default)]
+pub struct LiveArgs {
+    /// The kubeconfig of the cluster to read, as kubectl's --kubeconfig;
+    /// without it, the files of KUBECONFIG, else ~/.kube/config.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: its current-context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// How long one request to the API server may take: 30s, 2m, 500ms;
+    /// 0 for no limit.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Objects per page when listing the cluster, as kubectl's
+    /// --chunk-size.
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunk_size: u32,
+}
+
+/// `30s`, `2m`, `1h`, `500ms`, a bare number of seconds; `0`: no limit.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration: write 30s, 2m, 1h or 500ms"))?;
+    let seconds = match unit {
+        "" | "s" => number,
+        "ms" => number / 1000.0,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?}; use ms, s, m or h"
+            ));
+        }
+    };
+    if seconds == 0.0 {
+        // kubectl's 0: no limit; ten years stands in for it.
+        return Ok(Duration::from_secs(10 * 365 * 24 * 3600));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+impl LiveArgs {
+    /// Whether a live cluster was asked for (`--kubeconfig` or `--context`).
+    pub fn given(&self) -> bool {
+        self.kubeconfig.is_some() || self.context.is_some()
+    }
+}
+
+/// A served kind, as the commands need it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Kind {
+    /// `group/version`, or `v1`.
+    pub api_version: String,
+    /// The kind.
+    pub kind: String,
+    /// `catalogsources.operators.coreos.com`.
+    pub qualified: String,
+    /// The plural resource name.
+    pub plural: String,
+    /// Whether its objects live in namespaces.
+    pub namespaced: bool,
+}
+
+/// The discovery table of `kinds`, for a snapshot of their objects.
+pub fn api_resources(kinds: &[Kind]) -> olm_guard_snapshot::ApiResources {
+    let mut table = olm_guard_snapshot::ApiResources::empty();
+    for kind in kinds {
+        table.insert(olm_guard_snapshot::ApiResource {
+            api_version: Some(kind.api_version.clone()),
+            kind: kind.kind.clone(),
+            namespaced: kind.namespaced,
+            name: kind.plural.clone(),
+        });
+    }
+    table
+}
+
+/// What the modules' admission rules cover for CREATE, as
+/// (`group/version` or `v1`, plural resource): the kinds an audit judges.
+/// Rules with a wildcard group, version or resource name no kind and are
+/// returned apart, to be said.
+pub fn kinds_judged(modules: &[&Metadata]) -> (Vec<(String, String)>, Vec<String>) {
+    let mut kinds = Vec::new();
+    let mut wildcards = Vec::new();
+    for metadata in modules {
+        for rule in &metadata.rules {
+            if !rule.operations.iter().any(|o| o == "CREATE" || o == "*") {
+                continue;
+            }
+            for group in &rule.api_groups {
+                for version in &rule.api_versions {
+                    for resource in &rule.resources {
+                        if resource.contains('/') {
+                            continue;
+                        }
+                        if [group, version, resource].iter().any(|part| *part == "*") {
+                            wildcards.push(format!("{group}/{version}/{resource}"));
+                            continue;
+                        }
+                        let api_version = if group.is_empty() {
+                            version.clone()
+                        } else {
+                            format!("{group}/{version}")
+                        };
+                        kinds.push((api_version, resource.clone()));
+                    }
+                }
+            }
+        }
+    }
+    kinds.sort();
+    kinds.dedup();
+    wildcards.sort();
+    wildcards.dedup();
+    (kinds, wildcards)
+}
+
+/// The kinds the modules may read (`contextAwareResources`), as
+/// (`apiVersion`, kind).
+pub fn kinds_read(modules: &[&Metadata]) -> Vec<(String, String)> {
+    let mut kinds: Vec<(String, String)> = modules
+        .iter()
+        .flat_map(|m| &m.context_aware_resources)
+        .map(|r| (r.api_version.clone(), r.kind.clone()))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+}
+
+/// The RBAC kinds a snapshot answers `can_i` from.
+pub const RBAC_KINDS: [(&str, &str); 4] = [
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+];
+
+/// Whether a module may call `kubernetes/can_i` (every capability when its
+/// metadata lists none).
+pub fn calls_can_i(metadata: &Metadata) -> bool {
+    metadata
+        .host_capabilities
+        .as_ref()
+        .is_none_or(|capabilities| {
+            capabilities
+                .iter()
+                .any(|c| c == "*" || c == "kubernetes/*" || c == "kubernetes/can_i")
+        })
+}
+
+/// A kind named by modules: by kind (`contextAwareResources`) or by
+/// resource (admission rules).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Wanted {
+    /// `apiVersion`, kind.
+    Kind(String, String),
+    /// `apiVersion`, plural resource.
+    Resource(String, String),
+}
+
+/// The kinds the server serves among `wanted` (each once), and what it does
+/// not serve, named by group version (`v1 Namespace; rbac.authorization.k8s.io/v1
+/// ClusterRole, clusterroles`); empty when it serves them all.
+pub fn resolve(session: &Session, wanted: &[Wanted]) -> anyhow::Result<(Vec<Kind>, String)> {
+    let mut served: Vec<Kind> = Vec::new();
+    let mut missing: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+        Default::default();
+    for entry in wanted {
+        let (found, api_version, name) = match entry {
+            Wanted::Kind(api_version, kind) => {
+                (session.kind(api_version, kind)?, api_version, kind)
+            }
+            Wanted::Resource(api_version, plural) => (
+                session.kind_by_plural(api_version, plural)?,
+                api_version,
+                plural,
+            ),
+        };
+        match found {
+            Some(kind) if !served.contains(&kind) => served.push(kind),
+            Some(_) => {}
+            None => {
+                missing.entry(api_version).or_default().insert(name);
+            }
+        }
+    }
+    served.sort();
+    let missing = missing
+        .into_iter()
+        .map(|(api_version, names)| {
+            format!(
+                "{api_version} {}",
+                names.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Ok((served, missing))
+}
+
+/// Every object of `kinds`, kind after kind, page by page; the first list
+/// that fails fails the whole read.
+pub fn read(session: &Session, kinds: &[Kind], page_size: u32) -> anyhow::Result<Vec<Value>> {
+    let mut objects = Vec::new();
+    for kind in kinds {
+        objects.extend(session.list(kind, page_size)?);
+    }
+    Ok(objects)
+}
+
+/// The objects of `files` (the `--cluster` snapshot) whose kinds the server
+/// does not serve, with where each was read, for a cluster the files
+/// complete; the others are counted on stderr, since the server's own
+/// objects of those kinds win.
+pub fn unserved_objects(
+    session: &Session,
+    files: &Snapshot,
+) -> anyhow::Result<Vec<(olm_guard_snapshot::Location, Value)>> {
+    let mut kept = Vec::new();
+    let mut ignored = 0;
+    for object in files.objects() {
+        let meta = olm_guard_core::ObjectMeta::of(object);
+        let object_ref = olm_guard_snapshot::ObjectRef {
+            api_version: object["apiVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            kind: object["kind"].as_str().unwrap_or_default().to_string(),
+            namespace: meta.namespace,
+            name: meta.name,
+        };
+        if session
+            .kind(&object_ref.api_version, &object_ref.kind)?
+            .is_some()
+        {
+            ignored += 1;
+        } else {
+            let at = files.location(&object_ref).cloned().unwrap_or_default();
+            kept.push((at, object.clone()));
+        }
+    }
+    if ignored > 0 {
+        eprintln!(
+            "olm-guard: note: {ignored} objects of --cluster are of kinds the API server {} serves: \
+             its own objects of those kinds are used instead",
+            session.server()
+        );
+    }
+    Ok(kept)
+}
+
+/// A snapshot of the `wanted` kinds the server serves (the ones it does not
+/// said on stderr), completed by the objects of `files` of kinds it does
+/// not serve: the cluster as several modules see it, read once.
+pub fn snapshot_of(
+    session: &Session,
+    wanted: &[Wanted],
+    page_size: u32,
+    files: Option<&Snapshot>,
+) -> anyhow::Result<Snapshot> {
+    let (kinds, missing) = resolve(session, wanted)?;
+    if !missing.is_empty() && files.is_none() {
+        eprintln!(
+            "olm-guard: note: the API server {} does not serve {missing}: none of them is seen \
+             (give them with --cluster FILE)",
+            session.server(),
+        );
+    }
+    let at = olm_guard_snapshot::Location {
+        source: session.server(),
+        ..Default::default()
+    };
+    let mut located: Vec<(olm_guard_snapshot::Location, Value)> = read(session, &kinds, page_size)?
+        .into_iter()
+        .map(|object| (at.clone(), object))
+        .collect();
+    let mut snapshot = Snapshot::new();
+    if let Some(files) = files {
+        snapshot.add_api_resources(files.api_resources().clone());
+        located.extend(unserved_objects(session, files)?);
+    }
+    snapshot.add_api_resources(api_resources(&kinds));
+    snapshot.add_located(located, olm_guard_snapshot::LoadOptions::STRICT)?;
+    Ok(snapshot)
+}
+
+pub use imp::{LiveContext, Session};
+
+#[cfg(feature = "live")]
+mod imp {
+    use std::sync::Arc;
+
+    use std::io::IsTerminal;
+
+    use olm_guard_live::{Live, LiveCluster, Resource, Target};
+
+    use super::*;
+
+    /// A connection to the cluster the flags name.
+    pub struct Session {
+        live: Arc<Live>,
+    }
+
+    /// The host calls of an evaluation, answered by the cluster (and by a
+    /// snapshot for what it does not serve).
+    pub struct LiveContext {
+        cluster: Arc<LiveCluster>,
+    }
+
+    impl LiveContext {
+        /// The context an evaluation is answered from.
+        pub fn cluster(&self) -> ClusterContext {
+            self.cluster.clone()
+        }
+
+        /// The first failure to read the cluster, if a lookup met one
+        /// (it failed closed): the command must not report as complete.
+        pub fn failure(&self) -> Option<String> {
+            self.cluster.access_failure().map(|e| e.to_string())
+        }
+    }
+
+    /// Reports the progress of listing one kind: a spinner on a terminal,
+    /// else one line once the kind is read.
+    pub struct ListProgress {
+        bar: Option<indicatif::ProgressBar>,
+        qualified: String,
+        server: String,
+        started: std::time::Instant,
+    }
+
+    impl ListProgress {
+        /// Listing `kind` from `server` begins.
+        pub fn start(kind: &Kind, server: &str) -> ListProgress {
+            let bar = std::io::stderr().is_terminal().then(|| {
+                let bar = indicatif::ProgressBar::new_spinner();
+                bar.set_message(format!("listing {}", kind.qualified));
+                bar.enable_steady_tick(Duration::from_millis(120));
+                bar
+            });
+            ListProgress {
+                bar,
+                qualified: kind.qualified.clone(),
+                server: server.to_string(),
+                started: std::time::Instant::now(),
+            }
+        }
+
+        /// `read` objects so far.
+        pub fn update(&self, read: usize) {
+            if let Some(bar) = &self.bar {
+                bar.set_message(format!("listing {}: {read} objects", self.qualified));
+            }
+        }
+
+        /// The kind is read: `count` objects.
+        pub fn finish(self, count: usize) {
+            if let Some(bar) = &self.bar {
+                bar.finish_and_clear();
+            }
+            eprintln!(
+                "olm-guard: read {count} {} from {} in {:.2?}",
+                self.qualified,
+                self.server,
+                self.started.elapsed()
+            );
+        }
+    }
+
+    fn kind_of(resource: Resource) -> Kind {
+        Kind {
+            qualified: resource.qualified(),
+            api_version: resource.api_version,
+            kind: resource.kind,
+            plural: resource.plural,
+            namespaced: resource.namespaced,
+        }
+    }
+
+    impl LiveArgs {
+        /// Connects (reading the kubeconfig and the server's `/version`).
+        pub fn session(&self) -> anyhow::Result<Session> {
+            let target = Target {
+                kubeconfig: self.kubeconfig.clone(),
+                context: self.context.clone(),
+                timeout: self.request_timeout,
+            };
+            Ok(Session {
+                live: Arc::new(Live::connect(&target)?),
+            })
+        }
+    }
+
+    impl Session {
+        /// The server's URL.
+        pub fn server(&self) -> String {
+            self.live.server().to_string()
+        }
+
+        /// The host calls answered by the cluster; `fallback` answers for
+        /// the kinds it does not serve.
+        pub fn context(&self, fallback: Option<Snapshot>) -> LiveContext {
+            LiveContext {
+                cluster: Arc::new(LiveCluster::new(self.live.clone(), fallback)),
+            }
+        }
+
+        /// The served kind `kind` of `api_version`, if served.
+        pub fn kind(&self, api_version: &str, kind: &str) -> anyhow::Result<Option<Kind>> {
+            Ok(self.live.resource(api_version, kind)?.map(kind_of))
+        }
+
+        /// The served resource `plural` of `api_version`, if served.
+        pub fn kind_by_plural(
+            &self,
+            api_version: &str,
+            plural: &str,
+        ) -> anyhow::Result<Option<Kind>> {
+            Ok(self
+                .live
+                .resource_by_plural(api_version, plural)?
+                .map(kind_of))
+        }
+
+        /// Every object of `kind`, page by page, with their types.
+        pub fn list(&self, kind: &Kind, page_size: u32) -> anyhow::Result<Vec<Value>> {
+            let resource = self
+                .live
+                .resource(&kind.api_version, &kind.kind)?
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "the API server {} no longer serves {}",
+                        self.server(),
+                        kind.qualified
+                    )
+                })?;
+            let progress = ListProgress::start(kind, &self.server());
+            let listed = self
+                .live
+                .list_pages(&resource, page_size, &mut |read| progress.update(read))?;
+            progress.finish(listed.objects.len());
+            Ok(listed.objects)
+        }
+    }
+}
+
+#[cfg(not(feature = "live"))]
+mod imp {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// What a build without the `live` feature says of its flags.
+    fn without_live() -> anyhow::Error {
+        anyhow::anyhow!(
+            "this olm-guard was built without live-cluster support (cargo feature `live`, which \
+             `make examples` leaves out); build it with `cargo build -p olm-guard-host`, or read \
+             the cluster from files with --cluster"
+        )
+    }
+
+    /// A connection, which this build never makes ([`LiveArgs::session`]
+    /// refuses).
+    pub struct Session {
+        _never: (),
+    }
+
+    /// A live context, which this build never makes.
+    pub struct LiveContext {
+        _never: (),
+    }
+
+    impl LiveContext {
+        /// No cluster: every lookup fails closed.
+        pub fn cluster(&self) -> ClusterContext {
+            Arc::new(olm_guard_core::NoCluster)
+        }
+
+        /// Nothing was read, so nothing failed.
+        pub fn failure(&self) -> Option<String> {
+            None
+        }
+    }
+
+    impl LiveArgs {
+        /// Refuses: this build has no live-cluster support.
+        pub fn session(&self) -> anyhow::Result<Session> {
+            Err(without_live())
+        }
+    }
+
+    impl Session {
+        /// No server.
+        pub fn server(&self) -> String {
+            String::new()
+        }
+
+        /// No live context.
+        pub fn context(&self, _: Option<Snapshot>) -> LiveContext {
+            LiveContext { _never: () }
+        }
+
+        /// Refuses, as [`LiveArgs::session`] does.
+        pub fn kind(&self, _: &str, _: &str) -> anyhow::Result<Option<Kind>> {
+            Err(without_live())
+        }
+
+        /// Refuses, as [`LiveArgs::session`] does.
+        pub fn kind_by_plural(&self, _: &str, _: &str) -> anyhow::Result<Option<Kind>> {
+            Err(without_live())
+        }
+
+        /// Refuses, as [`LiveArgs::session`] does.
+        pub fn list(&self, _: &Kind, _: u32) -> anyhow::Result<Vec<Value>> {
+            Err(without_live())
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! `olm-guard` against a running API server: Kubernetes' CRD API server on
+//! etcd (`olm_guard_kube_harness::cluster`, one per test), with the upstream
+//! CatalogSource, OperatorGroup and ClusterObjectSet CRDs installed over
+//! HTTP.
+//!
+//! - `run --kubeconfig` answers as `run --cluster` with the same objects,
+//!   and as `run --cluster` with `olm-guard snapshot`'s file of the cluster;
+//! - `audit --kubeconfig` of more than 2,000 objects, read in pages of 100,
+//!   gives the results of `audit --cluster` on the snapshot taken from it;
+//! - every way of not reaching the cluster (a server stopped in the middle
+//!   of an audit, an expired or foreign client certificate, a server the
+//!   kubeconfig does not trust, an unknown context, a missing kubeconfig, a
+//!   server that never answers) is exit 2 and one line naming the server or
+//!   the kubeconfig and the cause, with nothing on stdout and no credential
+//!   anywhere.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+use olm_guard_kube_harness::cluster::{Identity, TestCluster};
+
+/// The CRDs the tests install, from the repository.
+fn crds() -> Vec<Value> {
+    [
+        "crates/native/upstream/operators.coreos.com_catalogsources.yaml",
+        "crates/native/upstream/olm.operatorframework.io_clusterobjectsets.yaml",
+        "testdata/upstream/crds/operators.coreos.com_operatorgroups.yaml",
+    ]
+    .iter()
+    .map(|path| {
+        let path = common::root().join(path);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    })
+    .collect()
+}
+
+/// A cluster with the CRDs installed.
+fn cluster() -> TestCluster {
+    let cluster = TestCluster::start().expect("the test cluster starts");
+    cluster.install_crds(&crds()).expect("the CRDs are served");
+    cluster
+}
+
+/// `olm-guard` with `args`, in the repository, reading no kubeconfig of the
+/// user running the tests.
+fn olm_guard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+        .current_dir(common::root())
+        .env_remove("KUBECONFIG")
+        .env("HOME", std::env::temp_dir())
+        .args(args)
+        .output()
+        .expect("olm-guard runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    common::text(bytes)
+}
+
+/// The `response` of every AdmissionReview `run -o json` printed.
+fn responses(output: &Output) -> Vec<Value> {
+    assert!(
+        output.status.success(),
+        "olm-guard failed: {}",
+        text(&output.stderr)
+    );
+    serde_json::Deserializer::from_slice(&output.stdout)
+        .into_iter::<Value>()
+        .map(|review| review.expect("JSON")["response"].clone())
+        .collect()
+}
+
+/// A scenario's objects: those of the kinds the server serves, and the rest
+/// (Namespaces, RBAC) written to a file beside `dir`.
+fn split_cluster(cluster: &TestCluster, scenario: &Path, name: &str) -> PathBuf {
+    let text = std::fs::read_to_string(scenario.join("cluster.yaml")).expect("cluster.yaml");
+    let mut rest = String::new();
+    for document in serde_yaml_ng::Deserializer::from_str(&text) {
+        let object: Value = serde::Deserialize::deserialize(document).expect("YAML");
+        if object.is_null() {
+            continue;
+        }
+        let served = [
+            "operators.coreos.com/v1",
+            "operators.coreos.com/v1alpha1",
+            "olm.operatorframework.io/v1",
+        ]
+        .contains(&object["apiVersion"].as_str().unwrap_or_default());
+        if served {
+            cluster
+                .create(&object)
+                .expect("the request is answered")
+                .unwrap_or_else(|refusal| panic!("{name}: {refusal:?}"));
+        } else {
+            rest.push_str("---\n");
+            rest.push_str(&serde_yaml_ng::to_string(&object).expect("YAML"));
+        }
+    }
+    let path = cluster.dir().join(format!("{name}-rest.yaml"));
+    std::fs::write(&path, rest).expect("written");
+    path
+}
+
+#[test]
+fn run_with_a_kubeconfig_answers_as_run_with_the_cluster_file_and_its_snapshot() {
+    let dist = common::dist();
+    let dist = dist.to_str().expect("UTF-8");
+    for (rule, scenario, settings) in [
+        // Its OperatorGroups from the server, its Namespaces from the rest.
+        ("og-intersection", "og-r3-selector-conflict-denied", None),
+        // A mutation: the next free revision, from the server's list.
+        (
+            "revision-uniqueness",
+            "auto-increment-mutated",
+            Some("settings.json"),
+        ),
+        // can_i: the server serves no SubjectAccessReviews, the rest's
+        // RBAC answers.
+        ("group-authorization", "label-agrees-allowed", None),
+    ] {
+        let cluster = cluster();
+        let dir = common::root().join("testdata").join(rule).join(scenario);
+        let rest = split_cluster(&cluster, &dir, scenario);
+        let request = dir.join("request.json");
+        let mut args: Vec<String> = ["run", rule, "--dist", dist, "--request"]
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        args.push(request.display().to_string());
+        if let Some(file) = settings {
+            args.push("--settings".into());
+            args.push(dir.join(file).display().to_string());
+        }
+        args.extend(["-o".into(), "json".into()]);
+        let with = |extra: &[String]| {
+            let mut all = args.clone();
+            all.extend(extra.iter().cloned());
+            let all: Vec<&str> = all.iter().map(String::as_str).collect();
+            olm_guard(&all)
+        };
+        let kubeconfig = cluster.kubeconfig().display().to_string();
+        let rest = rest.display().to_string();
+        let live = responses(&with(&[
+            "--kubeconfig".into(),
+            kubeconfig.clone(),
+            "--cluster".into(),
+            rest.clone(),
+        ]));
+        let file = responses(&with(&[
+            "--cluster".into(),
+            dir.join("cluster.yaml").display().to_string(),
+        ]));
+        assert_eq!(live, file, "{rule}/{scenario}: live cluster and its file");
+
+        let snapshot = cluster.dir().join("snapshot.yaml");
+        let taken = olm_guard(&[
+            "snapshot",
+            rule,
+            "--dist",
+            dist,
+            "--kubeconfig",
+            &kubeconfig,
+            "-o",
+            snapshot.to_str().expect("UTF-8"),
+        ]);
+        assert!(taken.status.success(), "{}", text(&taken.stderr));
+        let replayed = responses(&with(&[
+            "--cluster".into(),
+            snapshot.display().to_string(),
+            "--cluster".into(),
+            rest,
+        ]));
+        assert_eq!(
+            live, replayed,
+            "{rule}/{scenario}: live cluster and its snapshot"
+        );
+    }
+}
+
+/// More than 2,000 objects: CatalogSources (some configuring two sources),
+/// OperatorGroups (some pairs providing one API to one namespace) and
+/// ClusterObjectSets (some revisions used twice).
+fn populate(cluster: &TestCluster) -> usize {
+    let mut objects = Vec::new();
+    for i in 0..900 {
+        let mut spec =
+            json!({"sourceType": "grpc", "image": format!("quay.io/olm-guard/catalog:v{i}")});
+        if i % 10 == 0 {
+            spec["address"] = json!("catalog.olm.svc:50051");
+        }
+        objects.push(json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "CatalogSource",
+            "metadata": {"name": format!("catalog-{i}"), "namespace": format!("team-{}", i % 30)},
+            "spec": spec,
+        }));
+    }
+    for i in 0..600 {
+        // Every tenth pair shares its target namespace and provided API.
+        let target = if i % 20 == 1 {
+            format!("team-{}", i - 1)
+        } else {
+            format!("team-{i}")
+        };
+        objects.push(json!({
+            "apiVersion": "operators.coreos.com/v1",
+            "kind": "OperatorGroup",
+            "metadata": {
+                "name": format!("og-{i}"),
+                "namespace": format!("team-{i}"),
+                "annotations": {"olm.providedAPIs": format!("Widget.v1.team{}.example.com", if i % 20 == 1 { i - 1 } else { i })},
+            },
+            "spec": {"targetNamespaces": [target]},
+        }));
+    }
+    for i in 0..650 {
+        let group = format!("extension-{}", i / 6);
+        // The sixth revision of every group reuses the fifth's number.
+        let revision = if i % 6 == 5 { 5 } else { i % 6 + 1 };
+        objects.push(json!({
+            "apiVersion": "olm.operatorframework.io/v1",
+            "kind": "ClusterObjectSet",
+            "metadata": {
+                "name": format!("{group}-{}", i % 6 + 1),
+                "labels": {"olm.operatorframework.io/owner-name": group},
+            },
+            "spec": {
+                "revision": revision,
+                "lifecycleState": "Active",
+                "collisionProtection": "Prevent",
+                "phases": [{"name": "deploy", "objects": [{"ref": {
+                    "name": format!("{group}-objects"), "namespace": "olmv1-system", "key": "deployment"}}]}],
+            },
+        }));
+    }
+    cluster
+        .create_all(&objects, 16)
+        .expect("every object is stored");
+    objects.len()
+}
+
+/// The kinds the test server does not serve: a few Namespaces and RBAC
+/// objects for the modules that read them.
+fn rest_file(cluster: &TestCluster) -> PathBuf {
+    let path = cluster.dir().join("rest.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-0, labels: {tier: gold}}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: view-widgets}\n\
+         rules: [{apiGroups: [example.com], resources: [widgets], verbs: [get, list]}]\n",
+    )
+    .expect("written");
+    path
+}
+
+/// The audit's results without where each object was read (the server's
+/// URL for one, the snapshot file for the other).
+fn results(output: &Output) -> (Value, Vec<Value>) {
+    assert!(
+        output.status.success(),
+        "the audit failed: {}",
+        text(&output.stderr)
+    );
+    let mut report: Value = serde_json::from_slice(&output.stdout).expect("-o json is JSON");
+    let results = report["results"]
+        .as_array_mut()
+        .expect("results")
+        .iter_mut()
+        .map(|result| {
+            result.as_object_mut().expect("a result").remove("source");
+            result.clone()
+        })
+        .collect();
+    (report, results)
+}
+
+#[test]
+fn an_audit_of_a_live_cluster_equals_the_audit_of_its_snapshot() {
+    let cluster = cluster();
+    let created = populate(&cluster);
+    assert!(created >= 2000);
+    let dist = common::dist();
+    let dist = dist.to_str().expect("UTF-8");
+    let kubeconfig = cluster.kubeconfig().to_str().expect("UTF-8").to_string();
+    let rest = rest_file(&cluster);
+    let rest = rest.to_str().expect("UTF-8");
+
+    let live = olm_guard(&[
+        "audit",
+        "--kubeconfig",
+        &kubeconfig,
+        "--cluster",
+        rest,
+        "--chunk-size",
+        "100",
+        "--policies",
+        dist,
+        "-o",
+        "json",
+    ]);
+    let stderr = text(&live.stderr);
+    for kind in [
+        "catalogsources.operators.coreos.com",
+        "operatorgroups.operators.coreos.com",
+        "clusterobjectsets.olm.operatorframework.io",
+    ] {
+        assert!(
+            stderr.contains("read ") && stderr.contains(kind),
+            "{stderr}"
+        );
+    }
+    let (live_report, live_results) = results(&live);
+
+    let snapshot = cluster.dir().join("cluster.yaml");
+    let snapshot = snapshot.to_str().expect("UTF-8");
+    let taken = olm_guard(&[
+        "snapshot",
+        "--dist",
+        dist,
+        "--kubeconfig",
+        &kubeconfig,
+        "--chunk-size",
+        "100",
+        "-o",
+        snapshot,
+    ]);
+    assert!(taken.status.success(), "{}", text(&taken.stderr));
+    let offline = olm_guard(&[
+        "audit",
+        "--cluster",
+        snapshot,
+        "--cluster",
+        rest,
+        "--policies",
+        dist,
+        "-o",
+        "json",
+    ]);
+    let (offline_report, offline_results) = results(&offline);
+
+    assert!(
+        live_report["objects"].as_u64().unwrap_or(0) >= 2000,
+        "{}",
+        live_report["objects"]
+    );
+    assert_eq!(live_report["objects"], offline_report["objects"]);
+    assert_eq!(live_report["summary"], offline_report["summary"]);
+    assert_eq!(live_results.len(), offline_results.len());
+    for (live, offline) in live_results.iter().zip(&offline_results) {
+        assert_eq!(live, offline);
+    }
+    // The populated faults are found: the audit is not vacuous.
+    let summary = &live_report["summary"];
+    eprintln!(
+        "live audit: {} objects read in pages of 100, {} results, {summary}: equal to the audit \
+         of its snapshot",
+        live_report["objects"],
+        live_results.len()
+    );
+    assert!(
+        summary["fail"].as_u64().unwrap_or(0) >= 90 + 30 + 100,
+        "{summary}"
+    );
+}
+
+/// Exit 2, nothing on stdout, one line on stderr that says `expected`, and
+/// no credential of the kubeconfig anywhere.
+fn refused_in_one_line(output: &Output, kubeconfig: &Path, expected: &[&str]) -> String {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty(), "stdout: {}", text(&output.stdout));
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("olm-guard: read "))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    for word in expected {
+        assert!(lines[0].contains(word), "{word:?} in {stderr}");
+    }
+    if let Ok(config) = std::fs::read_to_string(kubeconfig) {
+        let config: Value = serde_json::from_str(&config).expect("our kubeconfigs are JSON");
+        let user = &config["users"][0]["user"];
+        for secret in ["client-key-data", "client-certificate-data"] {
+            let data = user[secret].as_str().expect("data");
+            assert!(!stderr.contains(&data[..40]), "{secret} leaked: {stderr}");
+        }
+        assert!(!stderr.contains("PRIVATE KEY"), "{stderr}");
+    }
+    eprintln!("refused: {}", lines[0]);
+    lines[0].to_string()
+}
+
+#[test]
+fn an_audit_whose_server_stops_midway_reports_nothing_as_complete() {
+    let mut cluster = cluster();
+    populate(&cluster);
+    let dist = common::dist();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+        .current_dir(common::root())
+        .env_remove("KUBECONFIG")
+        .args(["audit", "--kubeconfig"])
+        .arg(cluster.kubeconfig())
+        .args(["--chunk-size", "10", "--policies"])
+        .arg(&dist)
+        .args(["-o", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("olm-guard starts");
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+    let mut seen = String::new();
+    // The first kind is read (in pages of 10): the server stops before the
+    // next one is.
+    loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).expect("stderr") == 0 {
+            panic!("the audit ended before reading a kind: {seen}");
+        }
+        seen.push_str(&line);
+        if line.starts_with("olm-guard: read ") {
+            break;
+        }
+    }
+    cluster.stop_apiserver();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("stderr");
+    let output = child.wait_with_output().expect("olm-guard ends");
+    let output = Output {
+        status: output.status,
+        stdout: output.stdout,
+        stderr: rest.into_bytes(),
+    };
+    let line = refused_in_one_line(
+        &output,
+        cluster.kubeconfig(),
+        &["cannot reach the API server", &cluster.server(), "listing"],
+    );
+    assert!(
+        line.contains("connection refused") || line.contains("reset"),
+        "{line}"
+    );
+}
+
+#[test]
+fn every_way_of_not_reaching_the_cluster_is_one_line_and_exit_2() {
+    let cluster = cluster();
+    let dist = common::dist();
+    let dist = dist.to_str().expect("UTF-8");
+    let server = cluster.server();
+    let audit = |kubeconfig: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "audit",
+            "--kubeconfig",
+            kubeconfig.to_str().expect("UTF-8"),
+            "--policies",
+            dist,
+        ];
+        args.extend_from_slice(extra);
+        olm_guard(&args)
+    };
+    for (identity, expected) in [
+        (
+            Identity::ExpiredCertificate,
+            vec![server.as_str(), "401 Unauthorized", "expired"],
+        ),
+        (
+            Identity::ForeignCertificate,
+            vec![server.as_str(), "401 Unauthorized"],
+        ),
+        (
+            Identity::UntrustedServer,
+            vec![server.as_str(), "not trusted", "certificate-authority"],
+        ),
+    ] {
+        let kubeconfig = cluster.kubeconfig_for(identity).expect("written");
+        refused_in_one_line(&audit(&kubeconfig, &[]), &kubeconfig, &expected);
+    }
+
+    let kubeconfig = cluster.kubeconfig().to_path_buf();
+    refused_in_one_line(
+        &audit(&kubeconfig, &["--context", "production"]),
+        &kubeconfig,
+        &["no context \"production\"", "olm-guard-test", "--context"],
+    );
+    let missing = cluster.dir().join("missing-kubeconfig");
+    refused_in_one_line(
+        &audit(&missing, &[]),
+        &missing,
+        &["missing-kubeconfig", "no such file"],
+    );
+
+    // A server that accepts the connection and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let silent = listener.local_addr().expect("its address");
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&kubeconfig).expect("the kubeconfig"))
+            .expect("JSON");
+    let mut silent_config = config.clone();
+    silent_config["clusters"][0]["cluster"]["server"] = json!(format!("https://{silent}"));
+    let silent_kubeconfig = cluster.dir().join("silent-kubeconfig");
+    std::fs::write(&silent_kubeconfig, silent_config.to_string()).expect("written");
+    let line = refused_in_one_line(
+        &audit(&silent_kubeconfig, &["--request-timeout", "1s"]),
+        &silent_kubeconfig,
+        &["did not answer", "within 1s", "--request-timeout"],
+    );
+    assert!(line.contains(&silent.to_string()), "{line}");
+    drop(listener);
+
+    // Nothing listens: refused, and `run` says so as `audit` does.
+    let mut closed_config = config;
+    closed_config["clusters"][0]["cluster"]["server"] = json!(format!("https://{silent}"));
+    let closed_kubeconfig = cluster.dir().join("closed-kubeconfig");
+    std::fs::write(&closed_kubeconfig, closed_config.to_string()).expect("written");
+    let object =
+        common::root().join("testdata/og-intersection/og-r3-selector-conflict-denied/request.json");
+    let run = olm_guard(&[
+        "run",
+        "og-intersection",
+        "--dist",
+        dist,
+        "--request",
+        object.to_str().expect("UTF-8"),
+        "--kubeconfig",
+        closed_kubeconfig.to_str().expect("UTF-8"),
+    ]);
+    refused_in_one_line(
+        &run,
+        &closed_kubeconfig,
+        &["connection refused", &silent.to_string()],
+    );
+}
+
+#[test]
+fn a_lookup_nobody_can_answer_fails_closed_naming_it() {
+    // Namespaces are not served and no --cluster file gives them: the
+    // OperatorGroup whose selector needs them is denied, the lookup named.
+    let cluster = cluster();
+    let dir = common::root().join("testdata/og-intersection/og-r3-selector-conflict-denied");
+    split_cluster(&cluster, &dir, "closed");
+    let dist = common::dist();
+    let output = olm_guard(&[
+        "run",
+        "og-intersection",
+        "--dist",
+        dist.to_str().expect("UTF-8"),
+        "--request",
+        dir.join("request.json").to_str().expect("UTF-8"),
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().expect("UTF-8"),
+        "-o",
+        "json",
+    ]);
+    let response = &responses(&output)[0];
+    assert_eq!(response["allowed"], false, "{response}");
+    let message = response["status"]["message"].as_str().expect("a message");
+    assert!(
+        message.contains("does not serve v1 Namespace") && message.contains("--cluster"),
+        "{message}"
+    );
+}
