@@ -37,6 +37,7 @@ const COMMANDS: &[&[&str]] = &[
     &["run"],
     &["test"],
     &["audit"],
+    &["snapshot"],
     &["bench"],
     &["annotate"],
     &["inspect"],
