@@ -53,7 +53,9 @@ pub enum PreflightError {
     #[error(transparent)]
     Document(#[from] SnapshotError),
     /// A manifest with no document.
-    #[error("{document}: no object in the file")]
+    #[error(
+        "{document}: no object in the file: nothing to evaluate (give a manifest, as `kubectl get ... -o yaml` writes one)"
+    )]
     Empty {
         /// The file.
         document: String,

@@ -215,8 +215,17 @@ pub fn discover(roots: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 pub fn discover_all(roots: &[PathBuf]) -> anyhow::Result<Discovery> {
     let mut found = Discovery::default();
     for root in roots {
+        if !root.exists() {
+            anyhow::bail!(
+                "{}: no such file or directory: give a directory of scenarios or a suite file (`kind: TestSuite`, .yaml, .yml or .json)",
+                root.display()
+            );
+        }
         if !root.is_dir() {
-            anyhow::bail!("{} is not a directory", root.display());
+            anyhow::bail!(
+                "{} is neither a directory of scenarios nor a suite file (`kind: TestSuite`, named .yaml, .yml or .json)",
+                root.display()
+            );
         }
         walk(root, &mut found)?;
     }

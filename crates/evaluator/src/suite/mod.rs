@@ -245,7 +245,15 @@ impl CaseResult {
 /// field's type, named by its path (`cases[2].expect.result: unknown
 /// variant …`).
 pub fn load(path: &Path) -> anyhow::Result<Suite> {
-    let document = admission::read_document(path)?;
+    let document = match admission::read_document(path) {
+        Err(admission::InputError::Documents { count, .. }) => bail!(
+            "{}: this is not a test suite: it holds {count} YAML documents, a manifest perhaps (a suite is one document declaring `kind: {SUITE_KIND}` and listing `cases`, docs/test-suites.md); to evaluate the objects, run `olm-guard run <module> --object {}`",
+            path.display(),
+            path.display()
+        ),
+        document => document?,
+    };
+    refuse_other_kinds(path, &document)?;
     let suite: Suite = decode::from_value(&document)
         .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.under("suite")))?;
     if suite.kind != SUITE_KIND {
@@ -269,6 +277,36 @@ pub fn load(path: &Path) -> anyhow::Result<Suite> {
         }
     }
     Ok(suite)
+}
+
+/// Refuses a document that declares another `kind` before its fields are
+/// read, so that a Kubernetes object or a manifest named by mistake is
+/// called what it is rather than refused for its first unknown field.
+fn refuse_other_kinds(path: &Path, document: &Value) -> anyhow::Result<()> {
+    let kind = document.get("kind").and_then(Value::as_str);
+    if document.is_null() {
+        bail!(
+            "{}: empty: a suite file declares `kind: {SUITE_KIND}` and lists `cases` (docs/test-suites.md)",
+            path.display()
+        );
+    }
+    match kind {
+        Some(SUITE_KIND) | None => Ok(()),
+        Some(kind) if document.get("apiVersion").is_some() => bail!(
+            "{}: this is not a test suite but a Kubernetes {kind} object (a suite declares `kind: {SUITE_KIND}` and lists `cases`, docs/test-suites.md); to evaluate it, run `olm-guard run <module> {} {}`",
+            path.display(),
+            if kind == "AdmissionReview" {
+                "--request"
+            } else {
+                "--object"
+            },
+            path.display()
+        ),
+        Some(kind) => bail!(
+            "{}: kind is {kind:?}: a suite file declares `kind: {SUITE_KIND}`",
+            path.display()
+        ),
+    }
 }
 
 /// What a case's fields cannot mean together, as `field: why and the fix`.
