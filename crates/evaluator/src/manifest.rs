@@ -193,7 +193,7 @@ pub struct Scaffolded {
 impl PolicyManifest {
     /// The resource as YAML, as `kwctl scaffold manifest` prints it.
     pub fn to_yaml(&self) -> Result<String, ManifestError> {
-        serde_yaml_ng::to_string(self).map_err(ManifestError::Yaml)
+        kubectl_yaml(self)
     }
 }
 
@@ -404,7 +404,93 @@ pub fn policy_server_entry(
 pub fn policies_yml(
     entries: &BTreeMap<String, PolicyServerEntry>,
 ) -> Result<String, ManifestError> {
-    serde_yaml_ng::to_string(entries).map_err(ManifestError::Yaml)
+    kubectl_yaml(entries)
+}
+
+/// `value` as YAML that kubectl and policy-server read with the same types:
+/// serde_yaml_ng writes YAML 1.2, where `yes`, `on` or `1_000` are plain
+/// strings, but kubectl reads YAML through sigs.k8s.io/yaml's fork of
+/// go-yaml v2, a YAML 1.1 reader (kubernetes-sigs/yaml, `goyaml.v2/resolve.go`,
+/// `resolve`), to which they are a boolean and a number. Every string a
+/// YAML 1.1 reader would take for something else ([`yaml11_reads_otherwise`])
+/// is written single-quoted. serde_yaml_ng has no switch for it, so such a
+/// string is serialised as a placeholder word, which it writes plain, and
+/// the placeholder is then replaced by the quoted string.
+fn kubectl_yaml(value: &impl Serialize) -> Result<String, ManifestError> {
+    let mut value = serde_yaml_ng::to_value(value).map_err(ManifestError::Yaml)?;
+    let plain = serde_yaml_ng::to_string(&value).map_err(ManifestError::Yaml)?;
+    // A prefix the text does not hold, so that every occurrence of a
+    // placeholder is one this function wrote.
+    let mut prefix = String::from("olmguardquoted");
+    while plain.contains(&prefix) {
+        prefix.push('x');
+    }
+    let mut quoted = Vec::new();
+    mark_ambiguous(&mut value, &prefix, &mut quoted);
+    if quoted.is_empty() {
+        return Ok(plain);
+    }
+    let mut text = serde_yaml_ng::to_string(&value).map_err(ManifestError::Yaml)?;
+    // Longest placeholder first: `…10` before `…1`.
+    for (index, original) in quoted.iter().enumerate().rev() {
+        let placeholder = format!("{prefix}{index}z");
+        text = text.replace(&placeholder, &format!("'{}'", original.replace('\'', "''")));
+    }
+    Ok(text)
+}
+
+/// Replaces every string of `value` (keys included) that
+/// [`yaml11_reads_otherwise`] by `<prefix><n>z`, `n` its index in `quoted`.
+fn mark_ambiguous(value: &mut serde_yaml_ng::Value, prefix: &str, quoted: &mut Vec<String>) {
+    use serde_yaml_ng::Value as Yaml;
+    let mark = |text: &mut String, quoted: &mut Vec<String>| {
+        if yaml11_reads_otherwise(text) {
+            let placeholder = format!("{prefix}{}z", quoted.len());
+            quoted.push(std::mem::replace(text, placeholder));
+        }
+    };
+    match value {
+        Yaml::String(text) => mark(text, quoted),
+        Yaml::Sequence(items) => {
+            for item in items {
+                mark_ambiguous(item, prefix, quoted);
+            }
+        }
+        Yaml::Mapping(mapping) => {
+            let entries = std::mem::take(mapping);
+            for (mut key, mut item) in entries {
+                if let Yaml::String(text) = &mut key {
+                    mark(text, quoted);
+                }
+                mark_ambiguous(&mut item, prefix, quoted);
+                mapping.insert(key, item);
+            }
+        }
+        Yaml::Tagged(tagged) => mark_ambiguous(&mut tagged.value, prefix, quoted),
+        Yaml::Null | Yaml::Bool(_) | Yaml::Number(_) => {}
+    }
+}
+
+/// Whether a YAML 1.1 reader (go-yaml v2's `resolve`) could read the plain
+/// scalar `text` as something other than a string: its booleans (`y`, `yes`,
+/// `on`, `off`, ... in three cases), nulls, the merge key, and anything that
+/// starts like a number, a float (`.5`, `.inf`), a timestamp or a
+/// sexagesimal number (`1:20`). The test errs on the side of quoting:
+/// a quoted string is a string to every reader. Text over several lines
+/// is left to serde_yaml_ng, which writes it as a literal block.
+fn yaml11_reads_otherwise(text: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false",
+        "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "~", "null", "Null", "NULL", "<<",
+        "=",
+    ];
+    if text.contains(['\n', '\r']) {
+        return false;
+    }
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+    WORDS.contains(&text)
+        || unsigned.starts_with(|c: char| c.is_ascii_digit())
+        || unsigned.starts_with('.')
 }
 
 /// The policy name [`policy_server_entry`] and [`scaffold`] use by default.
@@ -415,6 +501,32 @@ pub fn default_name(metadata: &Metadata) -> Result<String, ManifestError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_a_yaml_1_1_reader_takes_for_booleans_or_numbers_are_quoted() {
+        let settings: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "migrateLegacy": "yes", "y": "on", "count": "1_000", "when": "2001-12-14",
+            "plain": "registry", "flag": true, "number": 3, "list": ["off", "ok"],
+        }))
+        .unwrap();
+        let text = kubectl_yaml(&settings).unwrap();
+        for line in [
+            "migrateLegacy: 'yes'",
+            "'y': 'on'",
+            "count: '1_000'",
+            "when: '2001-12-14'",
+            "plain: registry",
+            "flag: true",
+            "number: 3",
+            "- 'off'",
+            "- ok",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+        }
+        // The same values come back.
+        let back: Map<String, Value> = serde_yaml_ng::from_str(&text).unwrap();
+        assert_eq!(back, settings);
+    }
 
     fn metadata() -> Metadata {
         Metadata::from_yaml(
