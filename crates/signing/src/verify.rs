@@ -23,6 +23,7 @@
 //! failing constraint here says why, from the signature that came closest,
 //! and every outcome names the layout it came from.
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -142,8 +143,9 @@ pub enum Outcome {
 }
 
 /// Why a signature does not satisfy a `pubKey` constraint, least promising
-/// first: the report gives the signature that came closest.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+/// first ([`Miss::closeness`]): the report gives the signature that came
+/// closest.
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Miss {
     NoSignatureAnnotation,
     WrongKey,
@@ -151,10 +153,43 @@ enum Miss {
     Unreadable(String),
     NotASignature(String),
     OtherDigest(String),
-    Annotation(String),
+    Annotation(AnnotationMiss),
+}
+
+/// A signature by the right key for the right digest whose annotations
+/// differ from those required.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct AnnotationMiss {
+    /// Required annotations the signature does not carry (or, a
+    /// message-signature bundle, cannot carry).
+    absent: usize,
+    /// Required annotations it carries with another value.
+    different: usize,
+    /// Each, in words.
+    reasons: Vec<String>,
 }
 
 impl Miss {
+    /// How close the signature came, greater is closer: by the stage it
+    /// failed at, and among signatures that fail only on annotations, the
+    /// one missing fewer of them, then the one with fewer different values
+    /// (a signature that says `release=old` where `release=stable` is
+    /// wanted is closer than one that says nothing of `release`).
+    fn closeness(&self) -> (u8, Reverse<usize>, Reverse<usize>) {
+        let stage = match self {
+            Miss::NoSignatureAnnotation => 0,
+            Miss::WrongKey => 1,
+            Miss::Tampered => 2,
+            Miss::Unreadable(_) => 3,
+            Miss::NotASignature(_) => 4,
+            Miss::OtherDigest(_) => 5,
+            Miss::Annotation(miss) => {
+                return (6, Reverse(miss.absent), Reverse(miss.different));
+            }
+        };
+        (stage, Reverse(0), Reverse(0))
+    }
+
     fn describe(&self, closest: &SignatureLayer, layers: &[SignatureLayer]) -> String {
         let noun = closest.layout.noun();
         match self {
@@ -186,7 +221,9 @@ impl Miss {
                     Layout::Bundle => "bundle",
                 }
             ),
-            Miss::Annotation(reason) => format!("{reason} ({noun} {})", closest.digest),
+            Miss::Annotation(miss) => {
+                format!("{} ({noun} {})", miss.reasons.join("; "), closest.digest)
+            }
         }
     }
 }
@@ -271,7 +308,10 @@ fn judge(constraint: &Constraint, digest: &str, layers: &[SignatureLayer]) -> Co
             }
             Err(miss) => miss,
         };
-        if closest.as_ref().is_none_or(|(c, _)| miss > *c) {
+        if closest
+            .as_ref()
+            .is_none_or(|(c, _)| miss.closeness() > c.closeness())
+        {
             closest = Some((miss, layer));
         }
     }
@@ -327,22 +367,51 @@ fn check_legacy(
     if signed_digest != digest {
         return Err(Miss::OtherDigest(signed_digest.clone()));
     }
+    compare_annotations(
+        annotations,
+        |name| signed.annotation(name),
+        |name, want| {
+            format!(
+                "annotation {name} missing: the signature carries no {name} in its payload's optional (want {name}={want})"
+            )
+        },
+    )?;
+    Ok(String::new())
+}
+
+/// Every required annotation against what the signature carries
+/// (`carried`), each one missing or different said (`missing` words the
+/// first kind for the layout).
+fn compare_annotations(
+    annotations: &BTreeMap<String, String>,
+    carried: impl Fn(&str) -> Option<String>,
+    missing: impl Fn(&str, &str) -> String,
+) -> Result<(), Miss> {
+    let mut miss = AnnotationMiss {
+        absent: 0,
+        different: 0,
+        reasons: Vec::new(),
+    };
     for (name, want) in annotations {
-        match signed.annotation(name) {
+        match carried(name) {
             None => {
-                return Err(Miss::Annotation(format!(
-                    "annotation {name} missing: the signature carries no {name} in its payload's optional (want {name}={want})"
-                )));
+                miss.absent += 1;
+                miss.reasons.push(missing(name, want));
             }
             Some(value) if value != *want => {
-                return Err(Miss::Annotation(format!(
+                miss.different += 1;
+                miss.reasons.push(format!(
                     "annotation {name} different: the signature says {name}={value}, want {name}={want}"
-                )));
+                ));
             }
             Some(_) => {}
         }
     }
-    Ok(String::new())
+    if miss.reasons.is_empty() {
+        Ok(())
+    } else {
+        Err(Miss::Annotation(miss))
+    }
 }
 
 fn check_bundle(
@@ -361,27 +430,25 @@ fn check_bundle(
     }
     let Some(signed) = opened.annotations else {
         if let Some((name, want)) = annotations.iter().next() {
-            return Err(Miss::Annotation(format!(
-                "annotation {name} cannot be checked: a message-signature bundle signs only a digest and has nowhere to carry annotations (want {name}={want}); sign in the legacy layout or as a DSSE bundle (olm-guard sign, cosign sign) to carry them"
-            )));
+            return Err(Miss::Annotation(AnnotationMiss {
+                absent: annotations.len(),
+                different: 0,
+                reasons: vec![format!(
+                    "annotation {name} cannot be checked: a message-signature bundle signs only a digest and has nowhere to carry annotations (want {name}={want}); sign in the legacy layout or as a DSSE bundle (olm-guard sign, cosign sign) to carry them"
+                )],
+            }));
         }
         return Ok(format!(" ({})", Content::Message.as_str()));
     };
-    for (name, want) in annotations {
-        match signed.get(name) {
-            None => {
-                return Err(Miss::Annotation(format!(
-                    "annotation {name} missing: the bundle's statement carries no {name} in its subject annotations (want {name}={want})"
-                )));
-            }
-            Some(value) if value != want => {
-                return Err(Miss::Annotation(format!(
-                    "annotation {name} different: the signature says {name}={value}, want {name}={want}"
-                )));
-            }
-            Some(_) => {}
-        }
-    }
+    compare_annotations(
+        annotations,
+        |name| signed.get(name).cloned(),
+        |name, want| {
+            format!(
+                "annotation {name} missing: the bundle's statement carries no {name} in its subject annotations (want {name}={want})"
+            )
+        },
+    )?;
     Ok(format!(" ({})", Content::Dsse.as_str()))
 }
 
@@ -509,6 +576,59 @@ mod tests {
             &[layer(&other, DIGEST, &[]), layer(&signer, "sha256:cc", &[])],
         );
         assert!(detail.contains("another digest"), "{detail}");
+    }
+
+    #[test]
+    fn the_signature_differing_only_in_an_annotation_value_is_the_closest() {
+        use base64::Engine as _;
+        use sha2::{Digest, Sha256};
+        let signer = key();
+        let manifest = b"{\"schemaVersion\":2}";
+        let sha = Sha256::digest(manifest);
+        let hex_digest = format!(
+            "sha256:{}",
+            sha.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+        let wanted = config(&signer, &[("release", "stable")]);
+        // Beside it, listed first or last: a bundle that says nothing of
+        // the annotation, and a message signature, which cannot carry any.
+        let unannotated = bundle_layer(&signer, &hex_digest, &[]);
+        let message = SignatureLayer {
+            payload: Some(
+                serde_json::to_vec(&serde_json::json!({
+                    "mediaType": bundle::BUNDLE_MEDIA_TYPE,
+                    "verificationMaterial": {"publicKey": {"hint": signer.public_key().hint()}},
+                    "messageSignature": {
+                        "messageDigest": {
+                            "algorithm": "SHA2_256",
+                            "digest": base64::engine::general_purpose::STANDARD.encode(sha),
+                        },
+                        "signature": signer.sign(manifest),
+                    }
+                }))
+                .unwrap(),
+            ),
+            ..unannotated.clone()
+        };
+        let legacy = layer(&signer, &hex_digest, &[("release", "old")]);
+        for layers in [
+            vec![unannotated.clone(), message.clone(), legacy.clone()],
+            vec![legacy.clone(), message, unannotated],
+        ] {
+            let report = verify(&wanted, &hex_digest, &Locations::default(), &layers);
+            let constraint = &report.constraints[0];
+            assert!(!report.verified);
+            assert_eq!(
+                constraint.layout,
+                Some(Layout::Legacy),
+                "{}",
+                constraint.detail
+            );
+            assert_eq!(
+                constraint.detail,
+                "annotation release different: the signature says release=old, want release=stable (legacy signature layer sha256:layer)"
+            );
+        }
     }
 
     #[test]
