@@ -134,6 +134,18 @@ pub enum OciError {
         /// The registry's words.
         reason: String,
     },
+    /// The registry answered a TLS handshake in plain HTTP.
+    #[error(
+        "{reference}: the registry at {registry} speaks plain HTTP, not HTTPS: add --insecure for a registry without TLS ({reason})"
+    )]
+    PlainHttp {
+        /// The reference.
+        reference: String,
+        /// The registry host.
+        registry: String,
+        /// The TLS library's words.
+        reason: String,
+    },
     /// Any other registry or transport failure.
     #[error("{reference}: {reason}")]
     Registry {
@@ -347,6 +359,8 @@ fn one_line(e: &dyn std::error::Error) -> String {
 /// One reference's client, credentials and runtime.
 struct Session {
     reference: PolicyRef,
+    /// Plain HTTP (`Options::insecure`).
+    insecure: bool,
     client: Client,
     auth: RegistryAuth,
     runtime: tokio::runtime::Runtime,
@@ -409,6 +423,7 @@ impl Session {
             })?;
         Ok(Session {
             reference: reference.clone(),
+            insecure: options.insecure,
             client,
             auth,
             runtime,
@@ -473,12 +488,47 @@ impl Session {
                 reference,
                 reason: one_line(e),
             },
+            _ if !self.insecure && answered_in_plain_http(e) => OciError::PlainHttp {
+                registry: self.reference.oci.resolve_registry().to_owned(),
+                reference,
+                reason: one_line(e),
+            },
             _ => OciError::Registry {
                 reference,
                 reason: one_line(e),
             },
         }
     }
+}
+
+/// Whether `error` comes from a TLS handshake the server answered with
+/// something that is not TLS: rustls reads the first bytes of an HTTP
+/// response as a record of an unknown content type
+/// (`rustls::InvalidMessage::InvalidContentType`, "received corrupt message
+/// of type InvalidContentType"), which is how a plain-HTTP registry
+/// answers an HTTPS client. The rustls error sits inside an `io::Error`,
+/// whose `source` skips it, so each `io::Error`'s own error is looked at too.
+fn answered_in_plain_http(error: &(dyn std::error::Error + 'static)) -> bool {
+    let is_it = |e: &(dyn std::error::Error + 'static)| {
+        matches!(
+            e.downcast_ref::<rustls::Error>(),
+            Some(rustls::Error::InvalidMessage(
+                rustls::InvalidMessage::InvalidContentType
+            ))
+        )
+    };
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if is_it(e)
+            || e.downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::get_ref)
+                .is_some_and(|inner| is_it(inner) || answered_in_plain_http(inner))
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// Read a file, naming it in the error.
