@@ -1,7 +1,7 @@
 //! Reading what is evaluated: an AdmissionReview or AdmissionRequest file
-//! (`--request`), and the objects of a manifest (`--object`, `-` for
-//! stdin; `--old-object`), each labelled with its file and document for
-//! messages.
+//! (`--request`, `-` for stdin), and the objects of a manifest (`--object`,
+//! `-` for stdin; `--old-object`), each labelled with its file and document
+//! for messages.
 
 use std::io::Read;
 use std::path::Path;
@@ -11,28 +11,39 @@ use serde_json::Value;
 
 use olm_guard_evaluator::input as admission;
 
-/// The AdmissionRequest of a `--request` file: a review's `request`, or the
-/// bare request; an error names the file.
+/// The text of `path`, `-` being stdin, with the name messages give it.
+fn read(path: &Path, what: &str) -> anyhow::Result<(String, String)> {
+    if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .with_context(|| format!("cannot read the {what} from stdin"))?;
+        return Ok(("<stdin>".to_string(), text));
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok((path.display().to_string(), text))
+}
+
+/// The AdmissionRequest of a `--request` file (`-`: stdin): a review's
+/// `request`, or the bare request; an error names the file.
 pub fn request_file(path: &Path) -> anyhow::Result<Value> {
-    admission::admission_request(admission::read_document(path)?)
-        .with_context(|| path.display().to_string())
+    let (source, text) = read(path, "request")?;
+    let document = admission::document_of(path, &text)?;
+    if document.is_null() {
+        bail!(
+            "--request {source}: the file is empty: expected an AdmissionReview or an AdmissionRequest"
+        );
+    }
+    admission::admission_request(document).with_context(|| source)
 }
 
 /// Every object of a manifest file (`-`: stdin), labelled `file: document N`
 /// (`: items[M]` inside a List); a document that is not an object is an error
-/// naming it.
+/// naming it, and so is a file with no object (nothing to evaluate, as
+/// `kubectl apply -f` refuses one).
 pub fn objects_of(path: &Path) -> anyhow::Result<Vec<(String, Value)>> {
-    let (source, text) = if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("cannot read the object from stdin")?;
-        ("<stdin>".to_string(), text)
-    } else {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        (path.display().to_string(), text)
-    };
+    let (source, text) = read(path, "object")?;
     Ok(olm_guard_evaluator::preflight::manifest_documents(
         &source, &text,
     )?)

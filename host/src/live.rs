@@ -269,8 +269,9 @@ pub fn unserved_objects(
     }
     if ignored > 0 {
         eprintln!(
-            "olm-guard: note: {ignored} objects of --cluster are of kinds the API server {} serves: \
-             its own objects of those kinds are used instead",
+            "olm-guard: note: {} of --cluster of kinds the API server {} serves: its own objects \
+             of those kinds are used instead",
+            crate::output::count(ignored, "object"),
             session.server()
         );
     }

@@ -14,11 +14,26 @@ pub fn write_json(out: &mut impl Write, value: &impl Serialize) -> anyhow::Resul
     Ok(())
 }
 
-/// `value` as a YAML document (`-o yaml`); a stream of several documents
-/// writes `---` before each.
+/// `value` as a YAML document (`-o yaml`).
 pub fn write_yaml(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result<()> {
     serde_yaml_ng::to_writer(out, value)?;
     Ok(())
+}
+
+/// Several documents as one, the way kubectl prints several objects with
+/// `-o json` or `-o yaml`: a `v1` `List` with the documents as `items`, so
+/// that `-o json` is one JSON document whatever their number.
+pub fn list(items: Vec<serde_json::Value>) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+/// `n` and `noun`, plural unless `n` is 1: `1 evaluation`, `3 objects`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// `text` on one line: every run of whitespace, newlines included, as one

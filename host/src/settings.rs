@@ -1,7 +1,7 @@
-//! Settings files: one for one module (`--settings FILE`, or
-//! `--settings NAME=FILE` naming it), or one per module of several
-//! (`--settings NAME=FILE`, repeatable), each JSON or YAML and a mapping, as
-//! Kubewarden passes settings.
+//! Settings files, one flag on every command that takes them:
+//! `--settings FILE` for the one module evaluated, `--settings MODULE=FILE`
+//! (repeatable) to say which module a file is for. Each file is JSON or
+//! YAML, one document, and a mapping, as Kubewarden passes settings.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,64 +17,76 @@ pub fn read(path: Option<&Path>) -> anyhow::Result<Value> {
         Some(path) => Some(admission::read_document(path)?),
         None => None,
     })
-    .context("--settings")
+    .with_context(|| match path {
+        Some(path) => format!("--settings {}", path.display()),
+        None => "--settings".into(),
+    })
 }
 
-/// The settings file of the one module at `module`: `--settings FILE`, or
-/// `--settings NAME=FILE` naming it (a file whose name holds a `=` is
-/// still a file).
-pub fn for_one_module(given: &[String], module: &Path) -> anyhow::Result<Option<PathBuf>> {
+/// The settings file of the one module `module` (its name): `--settings
+/// FILE`, or `--settings NAME=FILE` naming it (a file whose name holds a
+/// `=` is still a file).
+pub fn for_one_module(given: &[String], module: &str) -> anyhow::Result<Option<PathBuf>> {
     match given {
         [] => Ok(None),
-        [one] => {
-            let path = PathBuf::from(one);
-            match one.split_once('=') {
-                Some((name, file)) if !path.exists() => {
-                    let stem = module.file_stem().map(|s| s.to_string_lossy());
-                    if stem.as_deref() != Some(name) {
-                        bail!(
-                            "--settings {one}: the module is {}, not {name}",
-                            module.display()
-                        );
-                    }
-                    Ok(Some(PathBuf::from(file)))
+        [one] => match split(one) {
+            Some((name, file)) => {
+                if name != module {
+                    bail!("--settings {one}: the module is {module}, not {name}");
                 }
-                _ => Ok(Some(path)),
+                Ok(Some(PathBuf::from(file)))
             }
-        }
-        _ => bail!("--settings is given {} times for one module", given.len()),
+            None => Ok(Some(PathBuf::from(one))),
+        },
+        _ => bail!(
+            "--settings is given {} times for one module {module}",
+            given.len()
+        ),
     }
 }
 
-/// `--settings NAME=FILE` → name → settings document.
-pub fn by_module(pairs: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
-    let mut settings = BTreeMap::new();
-    for pair in pairs {
-        let Some((name, file)) = pair.split_once('=') else {
-            bail!("--settings {pair}: expected <module>=<file>, e.g. catalog-union=cu.yaml");
+/// `NAME=FILE` as (name, file), unless a file of that whole name exists.
+fn split(given: &str) -> Option<(&str, &str)> {
+    if Path::new(given).exists() {
+        return None;
+    }
+    given.split_once('=')
+}
+
+/// The settings of each of `modules` (their names) given: `--settings
+/// NAME=FILE` per module, or a bare `--settings FILE` when there is one
+/// module. A bare file with several modules, a module named twice or a
+/// name that is none of `modules` is refused with the fix, before any
+/// file is read.
+pub fn by_module(given: &[String], modules: &[&str]) -> anyhow::Result<BTreeMap<String, Value>> {
+    let mut files = Vec::new();
+    for entry in given {
+        let (name, file) = match (split(entry), modules) {
+            (Some((name, file)), _) => (name, file),
+            (None, [one]) => (*one, entry.as_str()),
+            (None, _) => bail!(
+                "--settings {entry}: with several modules, say which module the settings are for: --settings <module>={entry}"
+            ),
         };
+        if !modules.contains(&name) {
+            bail!(
+                "--settings {name}={file}: no module {name} among the modules ({})",
+                modules.join(", ")
+            );
+        }
+        if files.iter().any(|(n, _)| *n == name) {
+            bail!("--settings {name} is given twice");
+        }
+        files.push((name, file));
+    }
+    let mut settings = BTreeMap::new();
+    for (name, file) in files {
         let document = admission::read_document(Path::new(file))?;
         let value = admission::settings_object(Some(document))
             .with_context(|| format!("--settings {name}={file}"))?;
-        if settings.insert(name.to_string(), value).is_some() {
-            bail!("--settings {name} is given twice");
-        }
+        settings.insert(name.to_string(), value);
     }
     Ok(settings)
-}
-
-/// [`by_module`] for a command that also takes a bare `--settings FILE`
-/// with one module: with several, a bare file cannot say which module it
-/// is for, and is refused with the fix, before any file is read.
-pub fn by_named_module(pairs: &[String]) -> anyhow::Result<BTreeMap<String, Value>> {
-    for pair in pairs {
-        if !pair.contains('=') {
-            bail!(
-                "--settings {pair}: with several modules, say which module the settings are for: --settings <module>={pair}"
-            );
-        }
-    }
-    by_module(pairs)
 }
 
 #[cfg(test)]
@@ -83,10 +95,15 @@ mod tests {
 
     #[test]
     fn bare_settings_files_are_refused_with_the_fix() {
-        let err = by_named_module(&["cu.yaml".into()]).unwrap_err();
+        let err = by_module(&["cu.yaml".into()], &["a", "b"]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "--settings cu.yaml: with several modules, say which module the settings are for: --settings <module>=cu.yaml"
+        );
+        let err = by_module(&["c=cu.yaml".into()], &["a", "b"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--settings c=cu.yaml: no module c among the modules (a, b)"
         );
     }
 }

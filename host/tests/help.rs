@@ -49,6 +49,7 @@ const COMMANDS: &[&[&str]] = &[
     &["scaffold", "manifest"],
     &["scaffold", "policies"],
     &["scaffold", "artifacthub"],
+    &["scaffold", "vap"],
     &["playground"],
 ];
 

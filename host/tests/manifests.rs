@@ -564,7 +564,7 @@ fn refusals_are_one_line_with_the_fix() {
                 "ClusterAdmissionPolicy",
                 "no-such-policy",
             ],
-            "make dist",
+            "its modules are aggregation-escalation, catalog-union,",
         ),
         (
             &[

@@ -42,7 +42,7 @@ fn deploy_native_is_what_scaffold_vap_writes() {
     // og-intersection has no native form, and says so.
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("skipped og-intersection has no native form"),
+        stderr.contains("skipped: og-intersection has no native form"),
         "{stderr}"
     );
 }
@@ -90,9 +90,21 @@ fn bad_input_is_one_line_and_exit_2() {
         "{stderr}"
     );
 
-    let malformed = olm_guard(&["scaffold", "vap", "catalog-union", "--settings", "s.yaml"]);
+    // A bare file is one rule's; with several, which one must be said.
+    let malformed = olm_guard(&[
+        "scaffold",
+        "vap",
+        "catalog-union",
+        "group-authorization",
+        "--settings",
+        "s.yaml",
+    ]);
     assert_eq!(malformed.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&malformed.stderr).contains("NAME=FILE"));
+    assert!(
+        String::from_utf8_lossy(&malformed.stderr).contains("--settings <module>=s.yaml"),
+        "{}",
+        String::from_utf8_lossy(&malformed.stderr)
+    );
 }
 
 #[test]

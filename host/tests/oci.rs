@@ -219,6 +219,29 @@ fn run_uses_the_cache_while_the_tag_keeps_its_digest() {
     assert!(std::fs::read(module).unwrap() == std::fs::read(other).unwrap());
 }
 
+/// A registry without TLS, reached without --insecure: the TLS library's
+/// words ("received corrupt message of type InvalidContentType") come with
+/// what they mean and the flag that fixes it, for every command that
+/// reaches a registry.
+#[test]
+fn a_plain_http_registry_is_named_with_the_fix() {
+    let registry = Registry::start(false);
+    let home = tempfile::tempdir().unwrap();
+    let (_, module) = &modules()[0];
+    let reference = format!("{}:v1", registry.reference("policies/plain"));
+    let want = format!(
+        "the registry at {} speaks plain HTTP, not HTTPS: add --insecure",
+        registry.host
+    );
+    let push = refused(olm_guard(
+        home.path(),
+        &["push", module.to_str().unwrap(), &reference],
+    ));
+    assert!(push.contains(&want), "{push}");
+    let pull = refused(olm_guard(home.path(), &["pull", &reference]));
+    assert!(pull.contains(&want), "{pull}");
+}
+
 #[test]
 fn refusals_are_one_line() {
     let registry = Registry::start(false);

@@ -37,7 +37,8 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The AdmissionReviews on stdout, one JSON document per (object, module).
+/// The AdmissionReviews on stdout: one JSON document, a List of one per
+/// (object, module).
 fn reviews(output: &Output) -> Vec<Value> {
     assert!(
         output.status.success(),
@@ -45,10 +46,7 @@ fn reviews(output: &Output) -> Vec<Value> {
         output.status.code(),
         text(&output.stderr)
     );
-    serde_json::Deserializer::from_slice(&output.stdout)
-        .into_iter::<Value>()
-        .collect::<Result<_, _>>()
-        .unwrap_or_else(|e| panic!("stdout is JSON: {e}\n{}", text(&output.stdout)))
+    common::json_items(&output.stdout)
 }
 
 /// Each review as `(document, module, allowed)`, the document as the
@@ -260,7 +258,7 @@ fn a_conflicting_operatorgroup_pair_is_caught_because_the_first_joins_the_snapsh
     );
     let stderr = text(&gate.stderr);
     assert!(
-        stderr.contains("1 evaluations denied (--fail-on-deny)"),
+        stderr.contains("olm-guard: 1 evaluation denied (--fail-on-deny)"),
         "{stderr}"
     );
 }
@@ -322,15 +320,13 @@ fn objects_already_in_the_cluster_are_updates() {
     }
 }
 
-/// YAML: one AdmissionReview per pair, as `run -o yaml` prints one per
-/// object.
+/// YAML: one document, the List of one AdmissionReview per pair, as
+/// `-o json` prints it.
 #[test]
 fn yaml_prints_one_review_per_object_and_module() {
     let output = run(&["all", "--object", CONFLICT, "-o", "yaml"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let documents: Vec<Value> = serde_yaml_ng::Deserializer::from_slice(&output.stdout)
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .collect();
+    let documents = common::yaml_items(&output.stdout);
     assert_eq!(documents.len(), 2);
     assert_eq!(documents[1]["kind"], "AdmissionReview");
     assert_eq!(documents[1]["policy"], "og-intersection");

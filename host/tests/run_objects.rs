@@ -43,12 +43,10 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The AdmissionReviews printed on stdout (one JSON document per object).
+/// The AdmissionReviews printed on stdout: one JSON document, the review of
+/// a `--request` or a List of one per object.
 fn reviews(output: &Output) -> Vec<Value> {
-    serde_json::Deserializer::from_slice(&output.stdout)
-        .into_iter::<Value>()
-        .collect::<Result<_, _>>()
-        .unwrap_or_else(|e| panic!("stdout is JSON: {e}\n{}", text(&output.stdout)))
+    common::json_items(&output.stdout)
 }
 
 fn write(dir: &Path, name: &str, content: &str) -> String {
@@ -259,11 +257,7 @@ fn a_typed_list_as_kubectl_prints_it_is_unpacked() {
     let path = write(dir.path(), "list.yaml", list);
     let out = olm_guard(&["run", "catalog-union", "--object", &path, "-o", "yaml"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let documents: Vec<Value> = text(&out.stdout)
-        .split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_yaml_ng::from_str(d).unwrap())
-        .collect();
+    let documents = common::yaml_items(&out.stdout);
     assert_eq!(documents.len(), 2);
     assert_eq!(documents[0]["response"]["allowed"], true);
     assert_eq!(documents[1]["response"]["allowed"], false);
@@ -349,17 +343,18 @@ fn type_errors_name_the_setting_and_the_request_field() {
         "{err}"
     );
 
+    // A request field of a type the API server never sends is refused
+    // before any module sees it, naming the field.
     let review = json!({"request": {"uid": 1234, "operation": "CREATE",
+        "kind": {"group": "operators.coreos.com", "version": "v1alpha1", "kind": "CatalogSource"},
         "object": serde_yaml_ng::from_str::<Value>(CATALOG_SOURCE).unwrap()}});
     let path = write(dir.path(), "review.json", &review.to_string());
     let out = olm_guard(&["run", "-o", "json", "catalog-union", "--request", &path]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let response = &reviews(&out)[0]["response"];
-    assert_eq!(response["allowed"], false);
-    let message = response["status"]["message"].as_str().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
     assert!(
-        message.contains("request.uid: expected a string, got a number"),
-        "{message}"
+        err.contains("the AdmissionRequest's uid is a number, not a string"),
+        "{err}"
     );
 }
 
@@ -499,6 +494,15 @@ fn a_module_name_that_is_not_in_dist_says_how_to_get_it() {
     assert!(!out.status.success());
     assert!(err.contains("no module \"no-such-policy\""), "{err}");
     assert!(err.contains("--dist"), "{err}");
+    // The modules that are there, and the closest name to a misspelt one.
+    assert!(
+        err.contains("its modules are aggregation-escalation, catalog-union, group-authorization"),
+        "{err}"
+    );
+    let misspelt = olm_guard(&["run", "catalog-unoin", "--object", "-"]);
+    let err = text(&misspelt.stderr);
+    assert_eq!(misspelt.status.code(), Some(2));
+    assert!(err.ends_with("Did you mean catalog-union?\n"), "{err}");
 }
 
 #[test]

@@ -364,7 +364,7 @@ cases:
     };
     assert!(
         failure("unknown module").starts_with(&format!(
-            "cases[0] (unknown module): modules: no-such-module: no module no-such-module in {} (its modules: aggregation-escalation, catalog-union,",
+            "cases[0] (unknown module): modules: no-such-module: no module \"no-such-module\" in {} (--dist): its modules are aggregation-escalation, catalog-union,",
             dist().display()
         )),
         "{}",

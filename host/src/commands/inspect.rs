@@ -3,7 +3,7 @@
 //! by default, or the embedded document itself with `-o json|yaml`.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -11,25 +11,25 @@ use clap::Args;
 
 use olm_guard_runtime::metadata::{METADATA_SECTION, Metadata, annotation, custom_section};
 
+use crate::modules::DistArgs;
 use crate::output::{one_line, write_json, write_yaml};
 use crate::registry::RegistryArgs;
 
 #[derive(Args)]
 #[command(after_help = "\
 Examples:
-  olm-guard inspect catalog-union                 # a name in dist/
+  olm-guard inspect catalog-union                 # a name in the module directory
   olm-guard inspect dist/og-intersection.wasm -o yaml
   olm-guard inspect registry://ghcr.io/olm-guard/policies/scope-rbac:v0.1.0
 
 Exit codes: 0 printed; 2 the module cannot be read or pulled, or its
 embedded metadata is unreadable.")]
 pub struct InspectArgs {
-    /// The module: a name in `--dist`, a `.wasm` path, or a `registry://`
-    /// reference.
+    /// The module: a name in the module directory (--dist), a `.wasm`
+    /// path, or a `registry://` reference.
     pub module: String,
-    /// Where module names are looked up.
-    #[arg(long, default_value = "dist")]
-    pub dist: PathBuf,
+    #[command(flatten)]
+    pub dist: DistArgs,
     /// How a `registry://` module is fetched.
     #[command(flatten)]
     pub registry: RegistryArgs,

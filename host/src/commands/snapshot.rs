@@ -11,7 +11,8 @@ use clap::Args;
 use serde_json::Value;
 
 use crate::live::{self, LiveArgs, Wanted};
-use crate::modules::{self, ALL};
+use crate::modules::{self, ALL, DistArgs};
+use crate::output::count;
 use crate::registry::RegistryArgs;
 
 #[derive(Args)]
@@ -23,7 +24,7 @@ the cluster's RBAC). A kind the server does not serve is named on stderr: the
 snapshot holds none of it.
 
 Examples:
-  olm-guard snapshot -o cluster.yaml                  # current context, every module in dist/
+  olm-guard snapshot -o cluster.yaml                  # current context, every module
   olm-guard snapshot og-intersection --context prod -o og.yaml
   olm-guard snapshot --kubeconfig k.yaml -o cluster.json   # .json: one JSON List
   olm-guard audit --cluster cluster.yaml              # later, offline
@@ -34,13 +35,12 @@ Exit codes: 0 written; 2 the cluster could not be read (kubeconfig,
 connection, credentials, timeout: nothing is written), or a module or file
 could not be read.")]
 pub struct SnapshotArgs {
-    /// The modules whose kinds to read: names in --dist, .wasm paths, or
-    /// `all` (the default: every module in --dist).
+    /// The modules whose kinds to read: names in the module directory
+    /// (--dist), .wasm paths, or `all` (the default: every module there).
     #[arg(value_name = "MODULE")]
     pub modules: Vec<String>,
-    /// Where modules named by name are.
-    #[arg(long, default_value = "dist")]
-    pub dist: PathBuf,
+    #[command(flatten)]
+    pub dist: DistArgs,
     #[command(flatten)]
     pub live: LiveArgs,
     /// Write the snapshot to FILE (`.json`: one JSON List; otherwise YAML
@@ -59,7 +59,7 @@ pub fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     let named = modules::named(&names, &args.dist, &RegistryArgs::default())?;
     let mut metadata = Vec::new();
     for (name, path) in &named {
-        metadata.push(modules::metadata_of(name, path, &args.dist)?);
+        metadata.push(modules::metadata_of(name, path)?);
     }
     let metadata: Vec<&olm_guard_runtime::Metadata> = metadata.iter().collect();
     let mut wanted: Vec<Wanted> = Vec::new();
@@ -114,10 +114,10 @@ pub fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     } else {
         writeln!(
             text,
-            "# olm-guard snapshot of {}: {} objects of {} kinds, for {}",
+            "# olm-guard snapshot of {}: {} of {}, for {}",
             session.server(),
-            objects.len(),
-            kinds.len(),
+            count(objects.len(), "object"),
+            count(kinds.len(), "kind"),
             named
                 .iter()
                 .map(|(name, _)| name.as_str())
@@ -126,6 +126,9 @@ pub fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
         )?;
         if !missing.is_empty() {
             writeln!(text, "# not served, so none here: {missing}")?;
+        }
+        if objects.is_empty() {
+            writeln!(text, "{EMPTY_NOTE}")?;
         }
         for object in &objects {
             writeln!(text, "---")?;
@@ -137,13 +140,24 @@ pub fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
             std::fs::write(path, &text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!(
-                "olm-guard: wrote {} objects of {} kinds to {}",
-                objects.len(),
-                kinds.len(),
+                "olm-guard: wrote {} of {} to {}",
+                count(objects.len(), "object"),
+                count(kinds.len(), "kind"),
                 path.display()
             );
         }
         None => std::io::stdout().lock().write_all(&text)?,
     }
+    if objects.is_empty() {
+        eprintln!(
+            "olm-guard: note: the cluster holds none of these kinds, so the snapshot holds no object: read it back with --allow-empty"
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// What a snapshot with no object says of itself: `--cluster` refuses a
+/// file with no object unless `--allow-empty` says an empty cluster is
+/// meant.
+const EMPTY_NOTE: &str =
+    "# no object: the cluster holds none of these kinds; read this file with --allow-empty";

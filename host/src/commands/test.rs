@@ -3,14 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
 
 use olm_guard_evaluator::scenario::{self, PolicyStore};
 use olm_guard_evaluator::suite;
 
 use crate::limits::LimitArgs;
-use crate::modules::{SuiteModules, has_modules, policies_dir};
+use crate::modules::{DistArgs, ModuleDir, SuiteModules, has_modules, policies_dir};
 use crate::output::{one_line, truncate, write_json, write_yaml, xml_escape};
 use crate::registry::RegistryArgs;
 use crate::session::SessionDirArgs;
@@ -55,6 +54,11 @@ Examples:
   olm-guard test testdata --run 'catalog-union/.*update' # only matching scenarios
   olm-guard test ~/my-cases --dist ~/olm-guard/dist
 
+Modules named by name come from --dist DIR, else $OLM_GUARD_DIST, else the
+dist/ of the project the scenarios are in (the nearest directory above them
+that holds modules), else ./dist, else the modules installed with olm-guard
+(<prefix>/share/olm-guard/modules beside <prefix>/bin/olm-guard).
+
 Exit codes: 0 every scenario passed; 1 a scenario failed or a directory is an
 incomplete scenario; 2 no scenario was found or the run could not start (no
 modules, unreadable --replay-dir).")]
@@ -63,11 +67,8 @@ pub struct TestArgs {
     /// file), or suite files (`kind: TestSuite`).
     #[arg(required = true, value_name = "PATH")]
     pub dirs: Vec<PathBuf>,
-    /// Where `<policy>.wasm` modules are; by default the `dist/` of the
-    /// project the scenarios are in (the nearest directory above them that
-    /// has one), else `./dist`.
-    #[arg(long)]
-    pub dist: Option<PathBuf>,
+    #[command(flatten)]
+    pub dist: DistArgs,
     /// `text`: a verdict table; `json`: every scenario's full result
     /// (response and patched object included) as one JSON document;
     /// `yaml`: the same document as YAML;
@@ -149,10 +150,11 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
             "no scenarios (directories with expect.json) below the given directories, and no suite cases"
         );
     }
-    let dist = dist_dir(&args)?;
+    let dist = args.dist.locate_with(project_dist(&args))?;
     let sessions = args.sessions.sessions()?;
     let runtime = args.limits.runtime()?;
-    let mut store = PolicyStore::new(&runtime, dist.clone()).with_metadata_dir(policies_dir(&dist));
+    let mut store =
+        PolicyStore::new(&runtime, dist.dir.clone()).with_metadata_dir(policies_dir(&dist.dir));
     let mut outcomes: Vec<scenario::Outcome> = found
         .scenarios
         .iter()
@@ -208,36 +210,20 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `--dist`, or the `dist/` of the project the first scenario tree is in:
-/// the nearest directory above it that has one (so `olm-guard test
-/// ../olm-guard/testdata` works from anywhere), else `./dist`.
-fn dist_dir(args: &TestArgs) -> anyhow::Result<PathBuf> {
-    if let Some(dist) = &args.dist {
-        return Ok(dist.clone());
-    }
-    let first = args
-        .dirs
-        .first()
-        .map(PathBuf::as_path)
-        .unwrap_or(Path::new("."));
-    let start = first
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", first.display()))?;
-    if let Some(dist) = start
+/// The `dist/` of the project the first scenario tree is in: the nearest
+/// directory above it that holds modules (so `olm-guard test
+/// ../olm-guard/testdata` works from anywhere).
+fn project_dist(args: &TestArgs) -> Option<ModuleDir> {
+    let first = args.dirs.first()?;
+    let start = first.canonicalize().ok()?;
+    start
         .ancestors()
         .map(|dir| dir.join("dist"))
         .find(|dist| has_modules(dist))
-    {
-        return Ok(dist);
-    }
-    let here = PathBuf::from("dist");
-    if has_modules(&here) {
-        return Ok(here);
-    }
-    anyhow::bail!(
-        "no dist/ with modules above {} or in the current directory: pass --dist DIR (the directory holding <policy>.wasm; `make dist` builds it)",
-        first.display()
-    )
+        .map(|dir| ModuleDir {
+            chosen_by: format!("the project of {}", first.display()),
+            dir,
+        })
 }
 
 pub fn print_table(outcomes: &[scenario::Outcome]) {

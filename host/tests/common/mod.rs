@@ -29,6 +29,33 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The one JSON document a `-o json` printed (a test fails on anything
+/// else: two documents one after the other are not JSON), and its items:
+/// those of a `List`, or the document itself.
+pub fn json_items(stdout: &[u8]) -> Vec<serde_json::Value> {
+    let document: serde_json::Value = serde_json::from_slice(stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", text(stdout)));
+    list_items(document)
+}
+
+/// The one YAML document a `-o yaml` printed, and its items, as
+/// [`json_items`].
+pub fn yaml_items(stdout: &[u8]) -> Vec<serde_json::Value> {
+    let document: serde_json::Value = serde_yaml_ng::from_slice(stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one YAML document: {e}\n{}", text(stdout)));
+    list_items(document)
+}
+
+fn list_items(document: serde_json::Value) -> Vec<serde_json::Value> {
+    if document["kind"] == "List" {
+        return document["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| panic!("a List without items: {document}"));
+    }
+    vec![document]
+}
+
 /// The built modules: `dist/` (or `$OLM_GUARD_DIST`), checked to hold a
 /// module for every registered rule so a missing build fails with the fix.
 pub fn dist() -> PathBuf {

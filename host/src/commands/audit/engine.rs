@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::bail;
 use rayon::prelude::*;
 use serde_json::{Value, json};
 
@@ -185,11 +184,16 @@ struct Task<'a> {
 pub fn load_snapshot(
     files: &[PathBuf],
     api_resources: Option<&Path>,
+    allow_empty: bool,
 ) -> anyhow::Result<(Snapshot, Vec<Finding>)> {
     let mut warnings: Vec<SnapshotWarning> = Vec::new();
-    let snapshot = crate::snapshot::load(files, api_resources, LoadOptions::LENIENT, &mut |w| {
-        warnings.push(w)
-    })?;
+    let snapshot = crate::cluster::load(
+        files,
+        api_resources,
+        LoadOptions::LENIENT,
+        allow_empty,
+        &mut |w| warnings.push(w),
+    )?;
     let findings = warnings
         .into_iter()
         .map(|warning| Finding {
@@ -206,37 +210,15 @@ pub fn load_snapshot(
     Ok((snapshot, findings))
 }
 
-/// Every `.wasm` module of `policies` (a directory, or one module file),
-/// compiled once, with its settings from `settings` (`name` → document) or
-/// `{}`; each module's `validate_settings` runs first.
+/// The modules `modules` (name, file), compiled once, each with its
+/// settings from `settings` (`name` → document) or `{}`; each module's
+/// `validate_settings` runs first.
 pub fn load_policies(
     runtime: &Runtime,
-    policies: &Path,
-    metadata_dir: &Path,
+    modules: Vec<(String, PathBuf)>,
     settings: BTreeMap<String, Value>,
 ) -> anyhow::Result<Vec<AuditPolicy>> {
-    let paths: Vec<PathBuf> = if policies.is_dir() {
-        modules::files_in(policies)?
-    } else {
-        vec![policies.to_path_buf()]
-    };
-    if paths.is_empty() {
-        bail!(
-            "{} holds no .wasm module: build them with `make dist`, or pass --policies DIR",
-            policies.display()
-        );
-    }
-    let modules = paths
-        .into_iter()
-        .map(|path| {
-            let name = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            (name, path)
-        })
-        .collect();
-    let loaded = modules::load(runtime, modules, metadata_dir, settings)?;
+    let loaded = modules::load(runtime, modules, settings)?;
     Ok(loaded.into_iter().map(AuditPolicy::from).collect())
 }
 

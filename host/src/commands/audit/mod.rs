@@ -19,8 +19,9 @@ use serde_json::{Value, json};
 use crate::findings::{Finding, Outcome, table};
 use crate::limits::LimitArgs;
 use crate::live::{self, LiveArgs, LiveContext, Session, Wanted};
-use crate::modules::policies_dir;
-use crate::output::{one_line, write_json};
+use crate::modules::{self, ALL, DistArgs};
+use crate::output::{count, one_line, write_json, write_yaml};
+use crate::registry::RegistryArgs;
 use engine::{Audit, Progress, Requester};
 
 /// Exit codes, as `--help` lists them.
@@ -31,6 +32,7 @@ const EXIT_UNUSABLE: u8 = 2;
 #[command(after_long_help = "\
 Examples:
   olm-guard audit                                   # the cluster of the current kubeconfig context
+  olm-guard audit og-intersection catalog-union --context prod   # two modules, not all
   olm-guard audit --context prod --chunk-size 100 -o json
   olm-guard audit --kubeconfig k.yaml --cluster rbac.yaml   # rbac.yaml for kinds the server lacks
   olm-guard audit --cluster cluster.yaml
@@ -51,25 +53,46 @@ serve. With --cluster alone, the files. A list or lookup that fails (the
 server stopped, credentials refused, a timeout) stops the audit with exit 2:
 no report is printed as complete.
 
-Which modules apply: those whose metadata rules cover a CREATE of the
+Which modules: the MODULEs named (names in the module directory, .wasm paths
+or registry:// references), by default every module in the module directory:
+--dist DIR, else $OLM_GUARD_DIST, else ./dist when it holds modules, else the
+modules installed with olm-guard (<prefix>/share/olm-guard/modules). Which
+apply to an object: those whose metadata rules cover a CREATE of the
 object's kind. Modules with backgroundAudit: true are evaluated as
 Kubewarden's audit scanner does. Modules with backgroundAudit: false decide
 by who creates the object: with --as they are evaluated as that user;
 without it, a denial that holds for every requester is still a `fail`, and
 anything else is a `skip` saying why. A snapshot document that cannot be
-read is an `error` result naming its file and document.
+read is an `error` result naming its file and document; a --cluster or
+--api-resources file that holds no object stops the audit (exit 2) unless
+--allow-empty says an empty cluster is meant (an empty live cluster is
+audited as it is).
 
 Exit codes:
   0  the audit ran; nothing failed, or something did without --fail-on-violation
   1  --fail-on-violation, and at least one result is fail or error
-  2  the audit could not run: a file or module that cannot be read, settings
-     a module refuses, a --settings for no module, a cluster that cannot be
-     read (kubeconfig, connection, credentials, timeout), or invalid arguments")]
+  2  the audit could not run: a file or module that cannot be read, an
+     empty --cluster file (without --allow-empty), settings a module
+     refuses, a --settings for no module, a cluster that cannot be read
+     (kubeconfig, connection, credentials, timeout), or invalid arguments")]
 pub struct AuditArgs {
+    /// The modules to audit with: names in the module directory (--dist),
+    /// .wasm files or registry references; `all` (the default) for every
+    /// module in the module directory.
+    #[arg(value_name = "MODULE")]
+    pub modules: Vec<String>,
+    #[command(flatten)]
+    pub dist: DistArgs,
+    /// The module directory, or one module file (an older spelling of
+    /// --dist and MODULE, kept for scripts).
+    #[arg(long, value_name = "PATH", hide = true, conflicts_with_all = ["dist", "modules"])]
+    pub policies: Option<PathBuf>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Cluster snapshot: multi-document YAML or a List (`kubectl get ... -A
     /// -o yaml`); repeatable. With a live cluster, it completes it with the
     /// kinds the server does not serve.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub cluster: Vec<PathBuf>,
     #[command(flatten)]
     pub live: LiveArgs,
@@ -77,11 +100,14 @@ pub struct AuditArgs {
     /// output or a YAML list of `{apiVersion, kind, namespaced}`.
     #[arg(long, value_name = "FILE")]
     pub api_resources: Option<PathBuf>,
-    /// The modules: a directory of `.wasm` files, or one module.
-    #[arg(long, default_value = "dist")]
-    pub policies: PathBuf,
-    /// Settings of one module, JSON or YAML: `<module>=<file>`; repeatable.
-    #[arg(long, value_name = "MODULE=FILE")]
+    /// Accept a --cluster or --api-resources file that holds no object (an
+    /// empty cluster is meant); without it such a file is an error, as an
+    /// empty file is most often a `kubectl get` that failed.
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// Policy settings, JSON or YAML: MODULE=FILE (repeatable), or FILE
+    /// when one module is audited.
+    #[arg(long, value_name = "[MODULE=]FILE")]
     pub settings: Vec<String>,
     /// Evaluate as this user (the requester of the synthesised CREATEs).
     #[arg(long = "as", value_name = "USER")]
@@ -89,7 +115,8 @@ pub struct AuditArgs {
     /// A group of the --as user; repeatable.
     #[arg(long = "as-group", value_name = "GROUP", requires = "as_user")]
     pub as_groups: Vec<String>,
-    /// Output: a table, JSON, one self-contained HTML page, or report CRs.
+    /// Output: a table, JSON or YAML (one document: the summary and every
+    /// result), one self-contained HTML page, or report CRs.
     #[arg(short, long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
     /// With `-o report`: openreports.io/v1alpha1 Report/ClusterReport, or
@@ -116,6 +143,7 @@ pub struct AuditArgs {
 pub enum Output {
     Table,
     Json,
+    Yaml,
     Html,
     Report,
 }
@@ -139,21 +167,24 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
 
 fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    // A cluster that cannot be reached is said before the modules compile.
+    // A cluster that cannot be reached, or files that cannot be read, are
+    // said before the modules compile.
     let live_cluster = args.live.given() || args.cluster.is_empty();
-    let session = if live_cluster {
-        Some(args.live.session()?)
+    let (session, files) = if live_cluster {
+        (Some(args.live.session()?), None)
     } else {
-        None
+        let files = engine::load_snapshot(
+            &args.cluster,
+            args.api_resources.as_deref(),
+            args.allow_empty,
+        )?;
+        (None, Some(files))
     };
-    let settings = crate::settings::by_module(&args.settings)?;
+    let modules = modules_of(args)?;
+    let names: Vec<&str> = modules.iter().map(|(name, _)| name.as_str()).collect();
+    let settings = crate::settings::by_module(&args.settings, &names)?;
     let runtime = args.limits.runtime()?;
-    let policies = engine::load_policies(
-        &runtime,
-        &args.policies,
-        &policies_dir(&args.policies),
-        settings,
-    )?;
+    let policies = engine::load_policies(&runtime, modules, settings)?;
     let requester = Requester {
         user: args.as_user.clone(),
         groups: args.as_groups.clone(),
@@ -164,8 +195,7 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         live_context = Some(context);
         audit
     } else {
-        let (snapshot, load_findings) =
-            engine::load_snapshot(&args.cluster, args.api_resources.as_deref())?;
+        let (snapshot, load_findings) = files.unwrap_or_default();
         let snapshot = Arc::new(snapshot);
         Audit {
             context: snapshot.clone(),
@@ -194,15 +224,16 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
             table::write(&mut out, &names, &findings, args.show_pass, colour)?;
         }
         Output::Json => write_json(&mut out, &to_json(&audit, &findings))?,
+        Output::Yaml => write_yaml(&mut out, &to_json(&audit, &findings))?,
         Output::Html => html::write(&mut out, &audit, &findings)?,
         Output::Report => report::write(&mut out, &audit, &findings, args.report_kind)?,
     }
     out.flush()?;
     let counts = counts(&findings);
     eprintln!(
-        "olm-guard audit: {} objects, {} results ({}) in {:.2?} on {} threads",
-        audit.snapshot.len(),
-        findings.len(),
+        "olm-guard audit: {}, {} ({}) in {:.2?} on {} threads",
+        count(audit.snapshot.len(), "object"),
+        count(findings.len(), "result"),
         Outcome::ALL
             .iter()
             .map(|o| format!("{} {}", counts.get(o).copied().unwrap_or(0), o.word()))
@@ -219,6 +250,24 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The modules audited with: the MODULEs, every module in the module
+/// directory without any, or the older `--policies PATH` (a directory, or
+/// one module file).
+fn modules_of(args: &AuditArgs) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let (names, dist) = match &args.policies {
+        Some(path) if path.is_dir() => (
+            vec![ALL.to_string()],
+            DistArgs {
+                dist: Some(path.clone()),
+            },
+        ),
+        Some(path) => (vec![path.display().to_string()], args.dist.clone()),
+        None if args.modules.is_empty() => (vec![ALL.to_string()], args.dist.clone()),
+        None => (args.modules.clone(), args.dist.clone()),
+    };
+    modules::named(&names, &dist, &args.registry)
 }
 
 /// The audit of a live cluster: every kind the modules judge, listed page
@@ -254,17 +303,16 @@ fn read_live(
     let (files, mut load_findings) = if args.cluster.is_empty() {
         (None, Vec::new())
     } else {
-        let (files, findings) =
-            engine::load_snapshot(&args.cluster, args.api_resources.as_deref())?;
+        let (files, findings) = engine::load_snapshot(
+            &args.cluster,
+            args.api_resources.as_deref(),
+            args.allow_empty,
+        )?;
         (Some(files), findings)
     };
     let mut snapshot = olm_guard_snapshot::Snapshot::new();
     if let Some(path) = &args.api_resources {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-        let table = olm_guard_snapshot::ApiResources::parse(&text)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        snapshot.add_api_resources(table);
+        snapshot.add_api_resources(crate::cluster::read_api_resources(path, args.allow_empty)?);
     }
     // The server's discovery says the scope of what it serves.
     snapshot.add_api_resources(live::api_resources(&kinds));

@@ -18,9 +18,9 @@ use olm_guard_evaluator::Policy;
 use olm_guard_evaluator::scenario::PolicyStore;
 use olm_guard_runtime::Runtime;
 
+use crate::cluster::SnapshotArgs;
 use crate::limits::LimitArgs;
-use crate::modules::policies_dir;
-use crate::snapshot::SnapshotArgs;
+use crate::modules::{self, DistArgs, policies_dir};
 use crate::{inputs, settings};
 use scale::ms;
 
@@ -42,28 +42,37 @@ Examples:
                                                  # and 10 one-shot `run` processes
   olm-guard bench --workload cos-10k --iterations 100
   olm-guard bench --scale --plot scale.png          # every context-aware module at 10..10,000 objects
-  olm-guard bench --policy dist/catalog-union.wasm --request review.json
+  olm-guard bench catalog-union --request review.json --cluster cluster.yaml
+
+Workload modules come from the module directory: --dist DIR, else
+$OLM_GUARD_DIST, else ./dist when it holds modules, else the modules installed
+with olm-guard.
 
 Exit codes: 0 measured; 2 a module is missing, a workload's verdict was not
 the expected one, or an input could not be read.")]
 pub struct BenchArgs {
+    /// A module to measure on --request/--cluster instead of a workload: a
+    /// name in the module directory (--dist) or a .wasm file.
+    #[arg(value_name = "MODULE", requires = "request")]
+    pub module: Option<String>,
+    /// The module, as MODULE (an older spelling, kept for scripts).
+    #[arg(long, requires = "request", conflicts_with = "module", hide = true)]
+    pub policy: Option<PathBuf>,
     /// A built-in workload: cos-10k, rbac-5k, og-2k, or all (the default).
     #[arg(long, conflicts_with = "request")]
     pub workload: Option<String>,
-    /// A module to measure on --request/--cluster instead of a workload.
-    #[arg(long, requires = "request")]
-    pub policy: Option<PathBuf>,
-    /// The AdmissionReview or AdmissionRequest to evaluate with --policy.
-    #[arg(long)]
+    /// The AdmissionReview or AdmissionRequest to evaluate with MODULE
+    /// (`-` for stdin).
+    #[arg(long, value_name = "FILE")]
     pub request: Option<PathBuf>,
-    /// The settings for --policy, JSON or YAML (default: {}).
-    #[arg(long)]
-    pub settings: Option<PathBuf>,
+    /// The settings for MODULE, JSON or YAML (default: {}): FILE, or
+    /// MODULE=FILE.
+    #[arg(long, value_name = "[MODULE=]FILE")]
+    pub settings: Vec<String>,
     #[command(flatten)]
     pub snapshot: SnapshotArgs,
-    /// Where workload modules (`<policy>.wasm`) are.
-    #[arg(long, default_value = "dist")]
-    pub dist: PathBuf,
+    #[command(flatten)]
+    pub dist: DistArgs,
     /// Evaluations each way.
     #[arg(long, default_value_t = 20)]
     pub iterations: usize,
@@ -99,11 +108,18 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let runtime = Runtime::new(args.limits.limits())?;
     let mut reports = Vec::new();
-    if let (Some(module), Some(request)) = (&args.policy, &args.request) {
+    let module = args
+        .module
+        .clone()
+        .or_else(|| args.policy.as_ref().map(|p| p.display().to_string()));
+    if let (Some(module), Some(request)) = (&module, &args.request) {
+        let path = modules::resolve(module, &args.dist)?;
+        let name = modules::name_of(module, &path);
         let request = inputs::request_file(request)?;
-        let settings = settings::read(args.settings.as_deref())?;
+        let settings_file = settings::for_one_module(&args.settings, &name)?;
+        let settings = settings::read(settings_file.as_deref())?;
         let snapshot = args.snapshot.load()?;
-        let policy = Policy::load(&runtime, module, None)?;
+        let policy = Policy::load(&runtime, &path, None)?;
         reports.push(bench::measure(
             "input",
             &policy,
@@ -113,6 +129,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             args.iterations,
         )?);
     } else {
+        let dist = args.dist.locate()?.dir;
         let wanted = args.workload.as_deref().unwrap_or("all");
         // Say what will run before the (seconds-long) generation starts.
         for (name, about) in Workload::catalog() {
@@ -120,7 +137,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 eprintln!(
                     "bench: {name}: {about}; runs each way: {}; module from {}",
                     args.iterations,
-                    args.dist.display()
+                    dist.display()
                 );
             }
         }
@@ -133,8 +150,8 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 )
             })?],
         };
-        let mut store = PolicyStore::new(&runtime, args.dist.clone())
-            .with_metadata_dir(policies_dir(&args.dist));
+        let mut store =
+            PolicyStore::new(&runtime, dist.clone()).with_metadata_dir(policies_dir(&dist));
         for workload in workloads {
             let policy = store.get(workload.policy)?;
             let report = bench::measure(
@@ -164,12 +181,13 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         "(each evaluation: fresh wasm instance + host calls answered from the snapshot, vs the same rule native; {} runs each)",
         args.iterations
     );
-    if args.policy.is_none() && args.one_shot_runs > 0 {
-        one_shot(&args.dist, args.one_shot_runs)?;
+    if module.is_none() && args.one_shot_runs > 0 {
+        one_shot(&args.dist.locate()?.dir, args.one_shot_runs)?;
     }
     if args.scale {
-        let mut store = PolicyStore::new(&runtime, args.dist.clone())
-            .with_metadata_dir(policies_dir(&args.dist));
+        let dist = args.dist.locate()?.dir;
+        let mut store =
+            PolicyStore::new(&runtime, dist.clone()).with_metadata_dir(policies_dir(&dist));
         let reports = scale::measure_all(&mut store)?;
         let machine = bench::machine();
         println!();

@@ -12,11 +12,12 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use crate::cluster::SnapshotArgs;
 use crate::limits::LimitArgs;
 use crate::live::LiveArgs;
+use crate::modules::DistArgs;
 use crate::registry::RegistryArgs;
 use crate::session::SessionArgs;
-use crate::snapshot::SnapshotArgs;
 use crate::verification::VerificationArgs;
 
 #[derive(Args)]
@@ -25,14 +26,15 @@ Examples:
   # A manifest, as the API server would send it on CREATE (UPDATE with --old-object):
   olm-guard run catalog-union --object cs.yaml
   kubectl get catalogsource ops -n olm -o yaml | olm-guard run catalog-union --object -
-  olm-guard run og-intersection --object og.yaml --cluster cluster.yaml --user alice --group team-a
+  olm-guard run og-intersection --object og.yaml --cluster cluster.yaml --as alice --as-group team-a
+  olm-guard run catalog-union --object cs.yaml --settings migrate.yaml   # settings: migrateLegacy: true
 
-  # Would this install pass? Every module in dist/ on every document, in order:
+  # Would this install pass? Every module (all) on every document, in order:
   olm-guard run all --object quickstart-olm.yaml --cluster cluster.yaml --fail-on-deny
   olm-guard run og-intersection catalog-union --object install.yaml -o junit > junit.xml
   olm-guard run all --object install.yaml --settings catalog-union=cu.yaml -o json
 
-  # A hand-built AdmissionReview (or bare AdmissionRequest), JSON or YAML:
+  # A hand-built AdmissionReview (or bare AdmissionRequest), JSON or YAML (`-`: stdin):
   olm-guard run dist/catalog-union.wasm --request review.json --settings settings.yaml
 
   # Show every host call the module makes, with its answer:
@@ -40,7 +42,7 @@ Examples:
 
   # Against a live cluster (--kubeconfig and --context as kubectl takes them):
   olm-guard run og-intersection --object og.yaml --context prod
-  olm-guard run group-authorization --object cos.yaml --kubeconfig k.yaml --user alice
+  olm-guard run group-authorization --object cos.yaml --kubeconfig k.yaml --as alice
 
 With --kubeconfig or --context, one module's lookups are answered by the API
 server as Kubewarden's policy-server answers them (lists, gets, and can_i as
@@ -50,12 +52,16 @@ once into the starting snapshot. A lookup that cannot be answered (the server
 stopped, credentials refused, a timeout) stops the run with exit 2 instead of
 printing its verdict.
 
-MODULE is a name in --dist (`catalog-union`), a path to a .wasm file, or
-registry://host[:port]/repo:tag; with --verification-config, only
-registry modules whose cosign signatures satisfy it are run (`olm-guard
-verify --help`), checked before any evaluation.
+MODULE is a name in the module directory (`catalog-union`), a path to a
+.wasm file, or registry://host[:port]/repo:tag. The module directory is
+--dist DIR, else $OLM_GUARD_DIST, else ./dist when it holds modules, else the
+modules installed with olm-guard (<prefix>/share/olm-guard/modules beside
+<prefix>/bin/olm-guard); a name not there is answered with the modules that
+are. With --verification-config, only registry modules whose cosign
+signatures satisfy it are run (`olm-guard verify --help`), checked before any
+evaluation.
 
-Several modules (or `all`, every module in --dist): each document goes only to
+Several modules (or `all`, every module in the module directory): each document goes only to
 the modules whose metadata rules cover its group, version, resource and
 operation, as policy-server's webhooks are registered; an object no rule
 covers is listed as `(none)`. The documents are admitted in order, as
@@ -69,37 +75,41 @@ on the object as the ones before patched it; the others then judge the final
 object. Unlike the API server, every module is evaluated even after a
 denial, so one run names every reason. --settings MODULE=FILE per module.
 
+A --cluster or --api-resources file that holds no object is an error (exit
+2) unless --allow-empty says an empty cluster is meant.
+
 Output: by default the verdict, message, warnings and a diff of any mutation,
 one block per object (several modules: a table, object by module, with the
 verdict, pass | fail | warn | error, and the message's first line);
--o json|yaml prints each AdmissionReview as data (with several modules one per
-object and module, naming them in `policy`, `source` and `operation`), with
-the patch decoded (`patchOperations`) and applied (`patchedObject`); -o junit
-a test case per object and module.
+-o json|yaml prints the AdmissionReviews as one document: the review itself
+for --request, else a v1 List of them, one per object (with several modules
+one per object and module, naming them in `policy`, `source` and
+`operation`), each with the patch decoded (`patchOperations`) and applied
+(`patchedObject`); -o junit a test case per object and module.
 
 Exit codes: 0 the modules answered (allowed, or denied without --fail-on-deny:
 the verdict is in the output); 1 --fail-on-deny and some object was denied;
 2 an input could not be read (the message names the file and document), the
 settings were refused, or a module failed (trap, deadline, memory cap).")]
 pub struct RunArgs {
-    /// The policy module: a name in --dist, a .wasm file or
-    /// registry://host[:port]/repo:tag.
-    /// Several modules, or `all` for every module in --dist, evaluate each
-    /// object with the modules whose metadata rules cover it (below).
+    /// The policy module: a name in the module directory (--dist), a .wasm
+    /// file or registry://host[:port]/repo:tag.
+    /// Several modules, or `all` for every module in the module directory,
+    /// evaluate each object with the modules whose metadata rules cover it
+    /// (below).
     #[arg(value_name = "MODULE", required_unless_present = "policy")]
     pub modules: Vec<String>,
-    /// The policy module (the same as MODULE).
-    #[arg(long, conflicts_with = "modules")]
+    /// The policy module, as MODULE (an older spelling, kept for scripts).
+    #[arg(long, conflicts_with = "modules", hide = true)]
     pub policy: Option<PathBuf>,
-    /// Where modules named by name are.
-    #[arg(long, default_value = "dist")]
-    pub dist: PathBuf,
+    #[command(flatten)]
+    pub dist: DistArgs,
     #[command(flatten)]
     pub registry: RegistryArgs,
     #[command(flatten)]
     pub verification: VerificationArgs,
-    /// AdmissionReview or AdmissionRequest, JSON or YAML.
-    #[arg(long, required_unless_present_any = ["objects", "old_object", "bundle"], conflicts_with_all = ["objects", "old_object", "bundle"])]
+    /// AdmissionReview or AdmissionRequest, JSON or YAML (`-` for stdin).
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["objects", "old_object", "bundle"], conflicts_with_all = ["objects", "old_object", "bundle"])]
     pub request: Option<PathBuf>,
     /// A Kubernetes object or manifest (YAML or JSON; `-` for stdin); every
     /// document is evaluated, `List`s are unpacked. Repeatable: the files in
@@ -118,17 +128,18 @@ pub struct RunArgs {
     /// --old-object, DELETE with --old-object alone, else CREATE.
     #[arg(long)]
     pub operation: Option<String>,
-    /// The requester's user name (request.userInfo.username).
-    #[arg(long)]
+    /// Evaluate the request as sent by this user
+    /// (request.userInfo.username), as kubectl's --as.
+    #[arg(long = "as", alias = "user", value_name = "USER")]
     pub user: Option<String>,
-    /// A group of the requester (repeatable).
-    #[arg(long = "group")]
+    /// A group of the --as user (repeatable), as kubectl's --as-group.
+    #[arg(long = "as-group", alias = "group", value_name = "GROUP")]
     pub groups: Vec<String>,
     /// The namespace of the request, for objects that name none.
     #[arg(long, short = 'n')]
     pub namespace: Option<String>,
-    /// Policy settings, JSON or YAML; `MODULE=FILE` for one of several
-    /// modules (repeatable).
+    /// Policy settings, JSON or YAML: FILE for the one module, MODULE=FILE
+    /// for one of several (repeatable).
     #[arg(long, value_name = "[MODULE=]FILE")]
     pub settings: Vec<String>,
     /// With several modules: judge every document against --cluster alone,
@@ -154,11 +165,11 @@ pub struct RunArgs {
     pub fail_on_deny: bool,
     /// `text`: the verdict, message, warnings and a diff of any mutation
     /// (with several modules: the table); `table`: object × module, the
-    /// verdict and the message's first line; `json`/`yaml`: the
-    /// AdmissionReview (one document per object and module), with
-    /// `patchOperations` and `patchedObject` beside `response` when the
-    /// module mutated the object; `junit`: a test case per object and
-    /// module.
+    /// verdict and the message's first line; `json`/`yaml`: one document,
+    /// the AdmissionReview of --request or a List of them (one per object
+    /// and module), with `patchOperations` and `patchedObject` beside
+    /// `response` when the module mutated the object; `junit`: a test case
+    /// per object and module.
     #[arg(short, long, value_enum, default_value_t = RunOutput::Text)]
     pub output: RunOutput,
     #[command(flatten)]

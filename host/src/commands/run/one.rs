@@ -15,7 +15,7 @@ use olm_guard_evaluator::input::{self as admission, ObjectRequest, Requester, Ro
 use olm_guard_evaluator::{CallRecord, Policy};
 
 use super::{RunArgs, RunOutput, show};
-use crate::output::{truncate, write_json, write_yaml};
+use crate::output::{list, truncate, write_json, write_yaml};
 use crate::{inputs, modules, registry, settings};
 
 /// How much of each host-call answer `--trace` shows.
@@ -26,9 +26,9 @@ const TRACE_ANSWER_CHARS: usize = 400;
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // The module first: a misspelt name is the likelier fault, and stdin
     // should not be consumed for nothing.
-    let module_path = module_path(&args)?;
+    let (module_name, module_path) = module_path(&args)?;
     let requests = requests(&args)?;
-    let settings_file = settings::for_one_module(&args.settings, &module_path)?;
+    let settings_file = settings::for_one_module(&args.settings, &module_name)?;
     let settings = settings::read(settings_file.as_deref())?;
     let snapshot = args.snapshot.load()?;
     if requests.len() > 1 && (args.session.record.is_some() || args.session.replay.is_some()) {
@@ -61,6 +61,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     warn_about_missing_context(&policy, &args, &requests);
     let mut out = std::io::stdout().lock();
     let mut denied = 0;
+    let mut reviews = Vec::new();
     for (label, request) in &requests {
         warn_if_not_routed(&policy, request, label);
         // Answers are copied into the call log only when they are printed.
@@ -91,19 +92,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             RunOutput::Text | RunOutput::Table | RunOutput::Junit => {
                 show::write_text(&mut out, request, &response).with_context(label_context)?
             }
-            RunOutput::Json => {
-                let review =
-                    show::review_document(request, response).with_context(label_context)?;
-                write_json(&mut out, &review)?;
-            }
-            RunOutput::Yaml => {
-                let review =
-                    show::review_document(request, response).with_context(label_context)?;
-                writeln!(out, "---")?;
-                write_yaml(&mut out, &review)?;
+            RunOutput::Json | RunOutput::Yaml => {
+                reviews.push(show::review_document(request, response).with_context(label_context)?)
             }
         }
     }
+    // One document: the review of the one --request, else a List of every
+    // object's (the same shape whatever the number of objects).
+    let document = if args.request.is_some() && reviews.len() == 1 {
+        reviews.pop()
+    } else {
+        Some(list(reviews))
+    };
+    match (args.output, document) {
+        (RunOutput::Json, Some(document)) => write_json(&mut out, &document)?,
+        (RunOutput::Yaml, Some(document)) => write_yaml(&mut out, &document)?,
+        _ => {}
+    }
+    out.flush()?;
     context.finish()?;
     if args.fail_on_deny && denied > 0 {
         eprintln!(
@@ -166,14 +172,15 @@ fn warn_about_missing_context(policy: &Policy, args: &RunArgs, requests: &[(Stri
     }
 }
 
-/// The module file: `--policy`, or MODULE as a path, a registry reference or
-/// a name in `--dist`.
-fn module_path(args: &RunArgs) -> anyhow::Result<PathBuf> {
-    if let Some(path) = &args.policy {
-        return Ok(path.clone());
-    }
-    let module = args.modules.first().map(String::as_str).unwrap_or_default();
-    modules::resolve(module, &args.dist)
+/// The module's name and file: `--policy`, or MODULE as a path, a registry
+/// reference or a name in the module directory.
+fn module_path(args: &RunArgs) -> anyhow::Result<(String, PathBuf)> {
+    let module = match &args.policy {
+        Some(path) => path.display().to_string(),
+        None => args.modules.first().cloned().unwrap_or_default(),
+    };
+    let path = modules::resolve(&module, &args.dist)?;
+    Ok((modules::name_of(&module, &path), path))
 }
 
 /// The requests to evaluate, each with a label for messages: the request

@@ -18,8 +18,8 @@ use olm_guard_evaluator::preflight::{self, Module, Pair, PreflightError, Report,
 use super::{RunArgs, RunOutput, show};
 use crate::findings::{Finding, Outcome, Subject, table};
 use crate::live::{self, Wanted};
-use crate::modules::{self, ALL, Loaded, policies_dir};
-use crate::output::{write_json, write_yaml, xml_escape};
+use crate::modules::{self, ALL, Loaded};
+use crate::output::{count, list, write_json, write_yaml, xml_escape};
 use crate::{inputs, settings};
 
 /// The policy column of an object no module applies to (counted nowhere).
@@ -105,7 +105,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         bail!("--policy names one module; with several, list them as MODULE arguments");
     }
     let modules = modules::named(&args.modules, &args.dist, &args.registry)?;
-    let settings = settings::by_named_module(&args.settings)?;
+    let names: Vec<&str> = modules.iter().map(|(name, _)| name.as_str()).collect();
+    let settings = settings::by_module(&args.settings, &names)?;
     let mut documents = Vec::new();
     for path in &args.objects {
         documents.extend(inputs::objects_of(path)?);
@@ -124,7 +125,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let snapshot = args.snapshot.load()?;
     let runtime = args.limits.runtime()?;
-    let mut policies = modules::load(&runtime, modules, &policies_dir(&args.dist), settings)?;
+    let mut policies = modules::load(&runtime, modules, settings)?;
     preflight::call_order(&mut policies, Loaded::as_module);
     let snapshot = if args.live.given() {
         live_snapshot(&args, &policies, &documents, snapshot)?
@@ -174,15 +175,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         RunOutput::Text | RunOutput::Table => {
             write_table(&mut out, &policies, &pairs, &unrouted, &order)?
         }
-        RunOutput::Json => {
-            for pair in &pairs {
-                write_json(&mut out, &review(pair)?)?;
-            }
-        }
-        RunOutput::Yaml => {
-            for pair in &pairs {
-                writeln!(out, "---")?;
-                write_yaml(&mut out, &review(pair)?)?;
+        RunOutput::Json | RunOutput::Yaml => {
+            let reviews = pairs.iter().map(review).collect::<anyhow::Result<_>>()?;
+            if args.output == RunOutput::Json {
+                write_json(&mut out, &list(reviews))?;
+            } else {
+                write_yaml(&mut out, &list(reviews))?;
             }
         }
         RunOutput::Junit => write!(out, "{}", junit(&pairs))?,
@@ -190,14 +188,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     let denied = pairs.iter().filter(|p| !p.response.allowed).count();
     eprintln!(
-        "olm-guard run: {} objects, {} evaluations: {} allowed, {denied} denied; {} objects no module applies to",
-        order.len(),
-        pairs.len(),
+        "olm-guard run: {}, {}: {} allowed, {denied} denied; {} no module applies to",
+        count(order.len(), "object"),
+        count(pairs.len(), "evaluation"),
         pairs.len() - denied,
-        unrouted.len(),
+        count(unrouted.len(), "object"),
     );
     if args.fail_on_deny && denied > 0 {
-        eprintln!("olm-guard: {denied} evaluations denied (--fail-on-deny)");
+        eprintln!(
+            "olm-guard: {} denied (--fail-on-deny)",
+            count(denied, "evaluation")
+        );
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
@@ -239,9 +240,9 @@ fn live_snapshot(
     let files = (!args.snapshot.cluster.is_empty()).then_some(&files);
     let snapshot = live::snapshot_of(&session, &wanted, args.live.chunk_size, files)?;
     eprintln!(
-        "olm-guard: several modules: {} objects read from {} once; each admitted document joins \
-         them for the documents after it",
-        snapshot.len(),
+        "olm-guard: several modules: {} read from {} once; each admitted document joins them \
+         for the documents after it",
+        count(snapshot.len(), "object"),
         session.server()
     );
     Ok(snapshot)

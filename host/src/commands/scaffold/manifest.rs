@@ -10,27 +10,37 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::{Map, Value};
 
-use olm_guard_evaluator::input;
+use olm_guard_evaluator::Policy;
 use olm_guard_evaluator::manifest::{self, ManifestKind, ManifestOptions};
-use olm_guard_runtime::Metadata;
+use olm_guard_runtime::{Limits, Metadata, Runtime};
 
-use crate::modules;
+use crate::modules::{self, DistArgs};
+use crate::registry::RegistryArgs;
+use crate::settings;
 
 #[derive(Args)]
 #[command(after_help = "\
 Examples:
   olm-guard scaffold manifest -t ClusterAdmissionPolicy --allow-context-aware dist/og-intersection.wasm
-  olm-guard scaffold manifest -t AdmissionPolicy -n team-a --settings-path settings.yaml catalog-union -o cs.yaml
+  olm-guard scaffold manifest -t AdmissionPolicy -n team-a --settings settings.yaml catalog-union -o cs.yaml
+
+--settings are checked by the module's own validate_settings before anything
+is written, as `run` checks them, and written so that kubectl reads the same
+types (a string such as `yes` or `on` quoted: kubectl reads YAML 1.1, where
+they are booleans).
 
 Exit codes: 0 written (review the warnings on stderr, as kwctl prints them);
-2 the module, its metadata or the settings cannot be read.")]
+2 the module, its metadata or the settings cannot be read, or the module
+refuses the settings.")]
 pub struct ManifestArgs {
     /// ClusterAdmissionPolicy or AdmissionPolicy.
     #[arg(short = 't', long = "type", value_name = "TYPE", value_parser = parse_kind)]
     pub kind: ManifestKind,
-    /// An annotated module (`.wasm`), or a module name resolved as
-    /// `dist/<name>.wasm`.
+    /// An annotated module: a name in the module directory (--dist), or a
+    /// `.wasm` file.
     pub module: String,
+    #[command(flatten)]
+    pub dist: DistArgs,
     /// Grant the metadata's contextAwareResources (ClusterAdmissionPolicy);
     /// without it they are left empty, as kwctl does.
     #[arg(long)]
@@ -42,9 +52,13 @@ pub struct ManifestArgs {
     /// The namespace of an AdmissionPolicy.
     #[arg(short, long)]
     pub namespace: Option<String>,
-    /// Settings (YAML or JSON mapping) instead of the rule's defaults.
-    #[arg(long, value_name = "FILE")]
-    pub settings_path: Option<PathBuf>,
+    /// Settings (YAML or JSON mapping) instead of the rule's defaults:
+    /// FILE, or MODULE=FILE; checked by the module before anything is
+    /// written.
+    // `--settings-path`, kwctl's spelling and this command's before, is
+    // still read.
+    #[arg(long, value_name = "[MODULE=]FILE", alias = "settings-path")]
+    pub settings: Vec<String>,
     /// Where the module is fetched from (default:
     /// `registry://<ociUrl>:v<version>` from its annotations).
     #[arg(long, value_name = "URI")]
@@ -57,14 +71,28 @@ pub struct ManifestArgs {
 #[derive(Args)]
 #[command(after_help = "\
 Examples:
-  olm-guard scaffold policies dist/*.wasm -o policies.yml
+  olm-guard scaffold policies all -o policies.yml        # every module, from its registry
+  olm-guard scaffold policies all --file-urls -o local.yml
+  policy-server --policies local.yml --ignore-kubernetes-connection-failure
+
+Each module is named by its registry reference (registry://<ociUrl>:v<version>
+from its annotations), which policy-server downloads into its
+--policies-download-dir (default: the current directory); --file-urls names
+the module files given instead (file:///abs/path/x.wasm), for a
+policy-server on this machine trying the modules just built.
 
 Exit codes: 0 written; 2 a module cannot be read.")]
 pub struct PoliciesArgs {
-    /// Annotated modules (`.wasm`), or module names resolved as
-    /// `dist/<name>.wasm`.
-    #[arg(required = true)]
+    /// Annotated modules: names in the module directory (--dist), `.wasm`
+    /// files, or `all` for every module there.
+    #[arg(required = true, value_name = "MODULE")]
     pub modules: Vec<String>,
+    #[command(flatten)]
+    pub dist: DistArgs,
+    /// Name each module by its file, as an absolute file:// URL, instead of
+    /// its registry reference: for a policy-server on this machine.
+    #[arg(long)]
+    pub file_urls: bool,
     /// Write policies.yml to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -76,16 +104,17 @@ fn parse_kind(value: &str) -> Result<ManifestKind, String> {
         .map_err(|e: manifest::ManifestError| e.to_string())
 }
 
-/// The module file for `module`: a path, or a name in `dist/`, resolved as
-/// every command resolves one (`modules::resolve`). A manifest is written
-/// from a local file only: a registry reference is pulled first.
-fn module_path(module: &str) -> anyhow::Result<PathBuf> {
+/// The module file for `module`: a path, or a name in the module
+/// directory, resolved as every command resolves one (`modules::resolve`).
+/// A manifest is written from a local file only: a registry reference is
+/// pulled first.
+fn module_path(module: &str, dist: &DistArgs) -> anyhow::Result<PathBuf> {
     if module.contains("://") {
         bail!(
             "{module}: only local modules are read here; pull it first (olm-guard pull) and pass the .wasm file"
         );
     }
-    let path = modules::resolve(module, Path::new("dist"))?;
+    let path = modules::resolve(module, dist)?;
     if !path.is_file() {
         bail!(
             "{module}: no such module file: pass an annotated .wasm, or build the modules with make dist"
@@ -117,14 +146,19 @@ fn default_settings(metadata: &Metadata) -> anyhow::Result<Map<String, Value>> {
     }
 }
 
-fn read_settings(path: &Path) -> anyhow::Result<Map<String, Value>> {
-    match input::read_document(path)? {
+/// The `--settings` file of the module at `path`, checked by the module's
+/// own `validate_settings` (as `run` checks them) before anything is
+/// written.
+fn checked_settings(file: &Path, path: &Path) -> anyhow::Result<Map<String, Value>> {
+    let settings = settings::read(Some(file))?;
+    let runtime = Runtime::new(Limits::default())?;
+    Policy::load(&runtime, path, None)?
+        .validate_settings(&settings)
+        .with_context(|| format!("--settings {}", file.display()))?;
+    match settings {
         Value::Object(settings) => Ok(settings),
-        Value::Null => Ok(Map::new()),
-        _ => bail!(
-            "{}: settings must be a mapping of setting names to values",
-            path.display()
-        ),
+        // `settings::read` gives a mapping or refuses.
+        _ => Ok(Map::new()),
     }
 }
 
@@ -141,10 +175,11 @@ fn write_out(output: Option<&Path>, text: &str) -> anyhow::Result<()> {
 }
 
 pub fn manifest(args: ManifestArgs) -> anyhow::Result<ExitCode> {
-    let path = module_path(&args.module)?;
+    let path = module_path(&args.module, &args.dist)?;
     let metadata = module_metadata(&path)?;
-    let settings = match &args.settings_path {
-        Some(settings) => read_settings(settings)?,
+    let name = modules::name_of(&args.module, &path);
+    let settings = match settings::for_one_module(&args.settings, &name)? {
+        Some(file) => checked_settings(&file, &path)?,
         None => default_settings(&metadata)?,
     };
     let options = ManifestOptions {
@@ -164,6 +199,24 @@ pub fn manifest(args: ManifestArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The absolute `file://` URL of the module at `path`, as policy-server
+/// reads one (kubewarden/kubewarden-controller, `crates/policy-fetcher/src/lib.rs`,
+/// `fetch_policy`: `Url::to_file_path`, so the path must be absolute).
+fn file_url(path: &Path) -> anyhow::Result<String> {
+    let absolute = path
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", path.display()))?;
+    url::Url::from_file_path(&absolute)
+        .map(String::from)
+        .map_err(|()| anyhow::anyhow!("{}: not a path a file:// URL can name", absolute.display()))
+}
+
+/// What a policies.yml with `file://` modules adds to its header.
+const LOCAL_HEADER: &str = "\
+# The modules are the files named (--file-urls): for a policy-server on this
+# machine; a cluster's policy-server needs their registry references instead.
+";
+
 /// The first lines of a generated policies.yml.
 const POLICIES_HEADER: &str = "\
 # policies.yml for a bare policy-server (policy-server --policies policies.yml).
@@ -173,13 +226,21 @@ const POLICIES_HEADER: &str = "\
 ";
 
 pub fn policies(args: PoliciesArgs) -> anyhow::Result<ExitCode> {
+    if let Some(reference) = args.modules.iter().find(|m| m.contains("://")) {
+        bail!(
+            "{reference}: only local modules are read here; pull it first (olm-guard pull) and pass the .wasm file"
+        );
+    }
     let mut entries = BTreeMap::new();
-    for module in &args.modules {
-        let path = module_path(module)?;
+    for (_, path) in modules::named(&args.modules, &args.dist, &RegistryArgs::default())? {
         let metadata = module_metadata(&path)?;
         let context = || path.display().to_string();
         let name = manifest::default_name(&metadata).with_context(context)?;
-        let reference = manifest::module_reference(&metadata).with_context(context)?;
+        let reference = if args.file_urls {
+            file_url(&path)?
+        } else {
+            manifest::module_reference(&metadata).with_context(context)?
+        };
         let entry =
             manifest::policy_server_entry(&metadata, reference, default_settings(&metadata)?)
                 .with_context(context)?;
@@ -190,7 +251,12 @@ pub fn policies(args: PoliciesArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let text = format!("{POLICIES_HEADER}{}", manifest::policies_yml(&entries)?);
+    let header = if args.file_urls {
+        format!("{POLICIES_HEADER}{LOCAL_HEADER}")
+    } else {
+        POLICIES_HEADER.to_string()
+    };
+    let text = format!("{header}{}", manifest::policies_yml(&entries)?);
     write_out(args.output.as_deref(), &text)?;
     Ok(ExitCode::SUCCESS)
 }

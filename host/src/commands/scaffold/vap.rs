@@ -14,7 +14,7 @@ use olm_guard_native::model::MutatingApiVersion;
 use olm_guard_native::policies::{GenerateError, RULES};
 use olm_guard_native::render;
 
-use crate::snapshot::SnapshotArgs;
+use crate::cluster::SnapshotArgs;
 
 #[derive(Args)]
 #[command(after_help = "\
@@ -60,7 +60,8 @@ skipped; when every rule asked for is skipped, nothing is written and the
 exit code is 2.
 
 Exit codes: 0 written; 2 an unknown rule, unreadable or invalid settings,
-an unreadable --cluster, a --crd that is not a CRD the patch fits, a cluster
+an unreadable or empty --cluster or --api-resources (--allow-empty accepts
+an empty one), a --crd that is not a CRD the patch fits, a cluster
 (--api-resources) that serves no MutatingAdmissionPolicy for settings that
 need one, or every rule asked for skipped.")]
 pub struct VapArgs {
@@ -68,8 +69,9 @@ pub struct VapArgs {
     #[arg(required_unless_present = "table")]
     pub rules: Vec<String>,
     /// A rule's settings (YAML or JSON, as the module takes them):
-    /// NAME=FILE, repeatable; the rule's defaults otherwise.
-    #[arg(long, value_name = "NAME=FILE")]
+    /// MODULE=FILE, repeatable, or FILE for one rule; the rule's defaults
+    /// otherwise.
+    #[arg(long, value_name = "[MODULE=]FILE")]
     pub settings: Vec<String>,
     /// A cluster snapshot whose aggregated ClusterRoles the
     /// aggregation-escalation policy names (Kubernetes' bootstrap admin, edit
@@ -138,7 +140,12 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let rules = expand(&args.rules)?;
-    let settings = read_settings(&args.settings, &rules)?;
+    let names: Vec<&str> = rules.iter().map(String::as_str).collect();
+    let settings = crate::settings::by_module(&args.settings, &names)?;
+    if let Some(path) = &args.snapshot.api_resources {
+        // Checked up front, as --cluster is: an empty table is refused.
+        crate::cluster::read_api_resources(path, args.snapshot.allow_empty)?;
+    }
     let mut cluster: Option<Vec<Value>> = if args.snapshot.cluster.is_empty() {
         None
     } else {
@@ -153,15 +160,11 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
     let mut generated = Vec::new();
     let mut skipped = 0;
     for rule in &rules {
-        let rule_settings = settings
-            .iter()
-            .find(|(name, _)| name == rule)
-            .map(|(_, value)| value.clone())
-            .unwrap_or(Value::Null);
+        let rule_settings = settings.get(rule).cloned().unwrap_or(Value::Null);
         let native = match olm_guard_native::generate(rule, &rule_settings, cluster.as_deref()) {
             Ok(native) => native,
             Err(e @ (GenerateError::ModuleOnly { .. } | GenerateError::NotNative { .. })) => {
-                eprintln!("olm-guard: skipped {e}");
+                eprintln!("olm-guard: skipped: {e}");
                 skipped += 1;
                 continue;
             }
@@ -247,8 +250,7 @@ fn mutating_version(args: &VapArgs) -> anyhow::Result<MutatingApiVersion> {
     let Some(path) = &args.snapshot.api_resources else {
         return Ok(MutatingApiVersion::V1);
     };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read --api-resources file {}", path.display()))?;
+    let text = crate::cluster::read_text("--api-resources", path)?;
     match served_mutating_version(&text).as_deref() {
         Some("admissionregistration.k8s.io/v1") => Ok(MutatingApiVersion::V1),
         Some("admissionregistration.k8s.io/v1beta1") => Ok(MutatingApiVersion::V1Beta1),
@@ -305,26 +307,6 @@ fn expand(names: &[String]) -> anyhow::Result<Vec<String>> {
     }
     rules.dedup();
     Ok(rules)
-}
-
-/// `NAME=FILE` pairs, each read as YAML (JSON is YAML).
-fn read_settings(pairs: &[String], rules: &[String]) -> anyhow::Result<Vec<(String, Value)>> {
-    pairs
-        .iter()
-        .map(|pair| {
-            let Some((name, file)) = pair.split_once('=') else {
-                bail!("--settings {pair}: write it as NAME=FILE, e.g. catalog-union=settings.yaml");
-            };
-            if !rules.iter().any(|r| r == name) {
-                bail!("--settings {pair}: \"{name}\" is not one of the rules generated");
-            }
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read --settings file {file}"))?;
-            let value: Value = serde_yaml_ng::from_str(&text)
-                .with_context(|| format!("--settings file {file} is not YAML or JSON"))?;
-            Ok((name.to_string(), value))
-        })
-        .collect()
 }
 
 /// The CustomResourceDefinitions of a `--crd` file; any other document is
