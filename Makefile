@@ -37,7 +37,7 @@ HOST_BUILD = $(CARGO) build -p olm-guard-host --bin olm-guard --no-default-featu
 LINTED     := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings
 TEST_BUILD := $(LINTED) $(CARGO) test --workspace --no-run
 
-.PHONY: all examples test test-side annotate dist host wasm fmt-check lint unit bench fuzz deploy sessions record-replay artifacthub test-deps clean rule
+.PHONY: all examples test test-side annotate dist host wasm fmt-check lint unit bench fuzz deploy sessions record-replay artifacthub test-deps clean rule install
 
 all: examples
 
@@ -68,6 +68,18 @@ annotate:
 examples:
 	$(MAKE) --no-print-directory -j2 dist
 	$(HOST) test testdata examples/suites/*.yaml
+
+# The CLI (release, every feature) and the annotated modules, installed where
+# the CLI finds modules named by name wherever it runs:
+# $(PREFIX)/bin/olm-guard and $(PREFIX)/share/olm-guard/modules/<module>.wasm
+# (host/src/modules.rs, `INSTALLED`). DESTDIR stages the tree for a package.
+#   make install PREFIX=$HOME/.local
+PREFIX ?= /usr/local
+install: dist
+	+$(CARGO) build --release -p olm-guard-host --bin olm-guard
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/olm-guard/modules
+	install -m 755 $(RELEASE)/olm-guard $(DESTDIR)$(PREFIX)/bin/olm-guard
+	install -m 644 $(patsubst %,dist/%.wasm,$(POLICIES)) $(DESTDIR)$(PREFIX)/share/olm-guard/modules/
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
