@@ -184,62 +184,11 @@ fn run_with_a_kubeconfig_answers_as_run_with_the_cluster_file_and_its_snapshot()
     }
 }
 
-/// More than 2,000 objects: CatalogSources (some configuring two sources),
-/// OperatorGroups (some pairs providing one API to one namespace) and
-/// ClusterObjectSets (some revisions used twice).
+/// More than 2,000 objects (`olm_guard_bench::stored::olm_objects`), stored.
+const OBJECTS: usize = 2150;
+
 fn populate(cluster: &TestCluster) -> usize {
-    let mut objects = Vec::new();
-    for i in 0..900 {
-        let mut spec =
-            json!({"sourceType": "grpc", "image": format!("quay.io/olm-guard/catalog:v{i}")});
-        if i % 10 == 0 {
-            spec["address"] = json!("catalog.olm.svc:50051");
-        }
-        objects.push(json!({
-            "apiVersion": "operators.coreos.com/v1alpha1",
-            "kind": "CatalogSource",
-            "metadata": {"name": format!("catalog-{i}"), "namespace": format!("team-{}", i % 30)},
-            "spec": spec,
-        }));
-    }
-    for i in 0..600 {
-        // Every tenth pair shares its target namespace and provided API.
-        let target = if i % 20 == 1 {
-            format!("team-{}", i - 1)
-        } else {
-            format!("team-{i}")
-        };
-        objects.push(json!({
-            "apiVersion": "operators.coreos.com/v1",
-            "kind": "OperatorGroup",
-            "metadata": {
-                "name": format!("og-{i}"),
-                "namespace": format!("team-{i}"),
-                "annotations": {"olm.providedAPIs": format!("Widget.v1.team{}.example.com", if i % 20 == 1 { i - 1 } else { i })},
-            },
-            "spec": {"targetNamespaces": [target]},
-        }));
-    }
-    for i in 0..650 {
-        let group = format!("extension-{}", i / 6);
-        // The sixth revision of every group reuses the fifth's number.
-        let revision = if i % 6 == 5 { 5 } else { i % 6 + 1 };
-        objects.push(json!({
-            "apiVersion": "olm.operatorframework.io/v1",
-            "kind": "ClusterObjectSet",
-            "metadata": {
-                "name": format!("{group}-{}", i % 6 + 1),
-                "labels": {"olm.operatorframework.io/owner-name": group},
-            },
-            "spec": {
-                "revision": revision,
-                "lifecycleState": "Active",
-                "collisionProtection": "Prevent",
-                "phases": [{"name": "deploy", "objects": [{"ref": {
-                    "name": format!("{group}-objects"), "namespace": "olmv1-system", "key": "deployment"}}]}],
-            },
-        }));
-    }
+    let objects = olm_guard_bench::stored::olm_objects(OBJECTS);
     cluster
         .create_all(&objects, 16)
         .expect("every object is stored");
