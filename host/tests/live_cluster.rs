@@ -515,3 +515,73 @@ fn a_lookup_nobody_can_answer_fails_closed_naming_it() {
         "{message}"
     );
 }
+
+#[test]
+fn run_with_several_modules_reads_the_live_cluster_once() {
+    // An OperatorGroup stored in team-x: a second one there is what OLM
+    // refuses (og-intersection), seen from the live cluster.
+    let cluster = cluster();
+    cluster
+        .create(&json!({
+            "apiVersion": "operators.coreos.com/v1",
+            "kind": "OperatorGroup",
+            "metadata": {"name": "existing", "namespace": "team-x"},
+            "spec": {"targetNamespaces": ["team-x"]},
+        }))
+        .expect("answered")
+        .expect("stored");
+    let manifest = cluster.dir().join("second.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: operators.coreos.com/v1\nkind: OperatorGroup\n\
+         metadata: {name: second, namespace: team-x}\nspec: {targetNamespaces: [team-x]}\n",
+    )
+    .expect("written");
+    let rest = rest_file(&cluster);
+    let dist = common::dist();
+    let run = |source: &[&str]| {
+        let mut args = vec![
+            "run",
+            "all",
+            "--dist",
+            dist.to_str().expect("UTF-8"),
+            "--object",
+            manifest.to_str().expect("UTF-8"),
+            "--cluster",
+            rest.to_str().expect("UTF-8"),
+            "-o",
+            "json",
+        ];
+        args.extend_from_slice(source);
+        olm_guard(&args)
+    };
+    let live = run(&[
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().expect("UTF-8"),
+    ]);
+    let stderr = text(&live.stderr);
+    assert!(
+        stderr.contains("objects read from") && stderr.contains(&cluster.server()),
+        "{stderr}"
+    );
+    let live = responses(&live);
+    let denied: Vec<&Value> = live.iter().filter(|r| r["allowed"] == false).collect();
+    assert_eq!(denied.len(), 1, "{live:?}");
+    let message = denied[0]["status"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("existing"), "{message}");
+
+    let snapshot = cluster.dir().join("several.yaml");
+    let taken = olm_guard(&[
+        "snapshot",
+        "all",
+        "--dist",
+        dist.to_str().expect("UTF-8"),
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().expect("UTF-8"),
+        "-o",
+        snapshot.to_str().expect("UTF-8"),
+    ]);
+    assert!(taken.status.success(), "{}", text(&taken.stderr));
+    let offline = responses(&run(&["--cluster", snapshot.to_str().expect("UTF-8")]));
+    assert_eq!(live, offline);
+}
