@@ -7,7 +7,8 @@
 //! (`olm_guard_bench::stored`), dumps them with `olm-guard snapshot`, and
 //! times `olm-guard audit --kubeconfig` (every kind listed page by page,
 //! every lookup answered by the server) against `olm-guard audit --cluster
-//! <dump>` (the same objects read from the file), alternately, after one
+//! <dump>` (the same objects read from the file), both completed by a
+//! file of what the test server does not serve, alternately, after one
 //! unmeasured run of each (the compile cache filled). Both audits must give
 //! the same results. Figures: the median of each and their ratio, with the
 //! machine named.
@@ -46,6 +47,9 @@ struct Args {
     /// Timed runs of each audit.
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// The live audit's page size (its `--chunk-size`).
+    #[arg(long, default_value_t = 500)]
+    chunk_size: u32,
 }
 
 fn crd(root: &Path, path: &str) -> anyhow::Result<Value> {
@@ -55,8 +59,13 @@ fn crd(root: &Path, path: &str) -> anyhow::Result<Value> {
     serde_yaml_ng::from_str(&text).with_context(|| format!("{}", path.display()))
 }
 
-/// One audit, timed; its results without where each object was read.
-fn audit(olm_guard: &Path, dist: &Path, source: &[&str]) -> anyhow::Result<(Duration, Value)> {
+/// One audit, timed; its results without where each object was read, and
+/// what it said of its own time on stderr.
+fn audit(
+    olm_guard: &Path,
+    dist: &Path,
+    source: &[&str],
+) -> anyhow::Result<(Duration, Value, String)> {
     let started = Instant::now();
     let output = Command::new(olm_guard)
         .arg("audit")
@@ -81,7 +90,12 @@ fn audit(olm_guard: &Path, dist: &Path, source: &[&str]) -> anyhow::Result<(Dura
             }
         }
     }
-    Ok((elapsed, report))
+    let said = String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .filter(|l| l.starts_with("olm-guard: read ") || l.starts_with("olm-guard audit: "))
+        .map(|l| format!("    {l}\n"))
+        .collect();
+    Ok((elapsed, report, said))
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {
@@ -120,36 +134,68 @@ fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     let dump = dump.display().to_string();
-    let live_source = ["--kubeconfig", kubeconfig.as_str()];
-    let dump_source = ["--cluster", dump.as_str()];
+    // What this server does not serve (kube-apiserver would): a Namespace,
+    // and so an RBAC authorizer for `can_i`, given to both audits.
+    let rest = cluster.dir().join("rest.yaml");
+    std::fs::write(
+        &rest,
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-0}\n",
+    )?;
+    let rest = rest.display().to_string();
+    let live_source = [
+        "--kubeconfig",
+        kubeconfig.as_str(),
+        "--cluster",
+        rest.as_str(),
+    ];
+    let dump_source = ["--cluster", dump.as_str(), "--cluster", rest.as_str()];
 
     // One unmeasured run of each fills the compile cache; their reports
     // must agree.
-    let (_, live_report) = audit(&args.olm_guard, &args.dist, &live_source)?;
-    let (_, dump_report) = audit(&args.olm_guard, &args.dist, &dump_source)?;
+    let (_, live_report, _) = audit(&args.olm_guard, &args.dist, &live_source)?;
+    let (_, dump_report, _) = audit(&args.olm_guard, &args.dist, &dump_source)?;
     if live_report["results"] != dump_report["results"] {
-        bail!("the live audit and the audit of its dump disagree");
+        let empty = Vec::new();
+        let live = live_report["results"].as_array().unwrap_or(&empty);
+        let dump = dump_report["results"].as_array().unwrap_or(&empty);
+        let first = live
+            .iter()
+            .zip(dump)
+            .find(|(a, b)| a != b)
+            .map(|(a, b)| format!("live: {a}\n  dump: {b}"))
+            .unwrap_or_default();
+        bail!(
+            "the live audit ({} results) and the audit of its dump ({} results) disagree; first:\n  {first}",
+            live.len(),
+            dump.len()
+        );
     }
     let (mut live, mut file) = (Vec::new(), Vec::new());
+    let (mut live_said, mut dump_said) = (String::new(), String::new());
     for _ in 0..args.runs.max(1) {
-        live.push(audit(&args.olm_guard, &args.dist, &live_source)?.0);
-        file.push(audit(&args.olm_guard, &args.dist, &dump_source)?.0);
+        let (elapsed, _, said) = audit(&args.olm_guard, &args.dist, &live_source)?;
+        live.push(elapsed);
+        live_said = said;
+        let (elapsed, _, said) = audit(&args.olm_guard, &args.dist, &dump_source)?;
+        file.push(elapsed);
+        dump_said = said;
     }
     let (live, file) = (Samples::new(live), Samples::new(file));
     let ratio = live.median().as_secs_f64() / file.median().as_secs_f64();
     println!(
-        "live audit ({}; {} objects, {} results, {} runs each, whole command):",
+        "live audit ({}; {} objects, {} results, pages of {}, {} runs each, whole command):",
         machine(),
         live_report["objects"],
         live_report["results"].as_array().map_or(0, Vec::len),
+        args.chunk_size,
         args.runs.max(1)
     );
     println!(
-        "  from the live API server (--kubeconfig): median {:.2?}",
+        "  from the live API server (--kubeconfig): median {:.2?}; its last run said:\n{live_said}",
         live.median()
     );
     println!(
-        "  from its dump (--cluster):               median {:.2?}",
+        "  from its dump (--cluster):               median {:.2?}; its last run said:\n{dump_said}",
         file.median()
     );
     println!("  live / dump: {ratio:.2}x (goal: within 2x)");

@@ -206,15 +206,9 @@ pub fn load_snapshot(
     Ok((snapshot, findings))
 }
 
-/// Every `.wasm` module of `policies` (a directory, or one module file),
-/// compiled once, with its settings from `settings` (`name` → document) or
-/// `{}`; each module's `validate_settings` runs first.
-pub fn load_policies(
-    runtime: &Runtime,
-    policies: &Path,
-    metadata_dir: &Path,
-    settings: BTreeMap<String, Value>,
-) -> anyhow::Result<Vec<AuditPolicy>> {
+/// The `.wasm` files of `policies` (a directory, or one module file), each
+/// with its name (the file stem).
+fn module_files(policies: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     let paths: Vec<PathBuf> = if policies.is_dir() {
         modules::files_in(policies)?
     } else {
@@ -226,7 +220,7 @@ pub fn load_policies(
             policies.display()
         );
     }
-    let modules = paths
+    Ok(paths
         .into_iter()
         .map(|path| {
             let name = path
@@ -235,7 +229,27 @@ pub fn load_policies(
                 .unwrap_or_default();
             (name, path)
         })
-        .collect();
+        .collect())
+}
+
+/// The metadata of every module of `policies`, read without compiling them.
+pub fn metadata_of(policies: &Path) -> anyhow::Result<Vec<olm_guard_runtime::Metadata>> {
+    module_files(policies)?
+        .iter()
+        .map(|(name, path)| modules::metadata_of(name, path, policies))
+        .collect()
+}
+
+/// Every `.wasm` module of `policies` (a directory, or one module file),
+/// compiled once, with its settings from `settings` (`name` → document) or
+/// `{}`; each module's `validate_settings` runs first.
+pub fn load_policies(
+    runtime: &Runtime,
+    policies: &Path,
+    metadata_dir: &Path,
+    settings: BTreeMap<String, Value>,
+) -> anyhow::Result<Vec<AuditPolicy>> {
+    let modules = module_files(policies)?;
     let loaded = modules::load(runtime, modules, metadata_dir, settings)?;
     Ok(loaded.into_iter().map(AuditPolicy::from).collect())
 }
