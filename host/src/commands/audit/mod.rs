@@ -236,12 +236,15 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The kinds a live audit judges, and each one's objects as listed.
+type Listed = (Vec<live::Kind>, Vec<(live::Kind, Vec<Value>)>);
+
 /// Every kind the modules judge (from their metadata), listed page by page.
 fn list_judged(
     args: &AuditArgs,
     session: &Session,
     metadata: &[olm_guard_runtime::Metadata],
-) -> anyhow::Result<(Vec<live::Kind>, Vec<(live::Kind, Vec<Value>)>)> {
+) -> anyhow::Result<Listed> {
     let metadata: Vec<&olm_guard_runtime::Metadata> = metadata.iter().collect();
     let (judged, wildcards) = live::kinds_judged(&metadata);
     for rule in wildcards {
@@ -272,7 +275,7 @@ fn read_live(
     args: &AuditArgs,
     session: &Session,
     policies: Vec<engine::AuditPolicy>,
-    (kinds, lists): (Vec<live::Kind>, Vec<(live::Kind, Vec<Value>)>),
+    (kinds, lists): Listed,
     requester: Requester,
 ) -> anyhow::Result<(Audit, LiveContext)> {
     let (files, mut load_findings) = if args.cluster.is_empty() {
