@@ -127,9 +127,10 @@ NATIVE_TEST := native_policies_agree_with_the_modules_on_every_scenario
 # dependencies (Debian's, and Go), the Kubernetes harness
 # (Kubernetes' own admission code, built with Go from
 # crates/kube-harness/go/go.sum) and the Go tests of what it copies from
-# Kubernetes, the modules, the playground. The CLI as `make examples` builds it (without the
-# registry and plot features) comes out of the test build, as the workspace
-# package host/minimal.
+# Kubernetes, the modules, the playground (with wasm-bindgen-cli, installed
+# into the target directory on a fresh machine). The CLI as `make examples`
+# builds it (without the registry and plot features) comes out of the test
+# build, as the workspace package host/minimal.
 test-side:
 	scripts/test-deps.sh
 	scripts/build-kube-harness.sh --test
