@@ -116,8 +116,8 @@ type server struct {
 	mutators   map[string]mutating.PolicyEvaluator
 	resolvers  map[string]*resolved
 	// answers keeps the replies of the pure ops, by the request's JSON.
-	// Only answers are kept: an error (a panic among them) is reported
-	// again, never replaced by another request's reply.
+	// Only answers are kept: an error, a panic among them, is reported
+	// again each time the request comes.
 	answers map[string]reply
 }
 
