@@ -132,11 +132,7 @@ impl Tally {
                 for v in spec["validations"].as_array().into_iter().flatten() {
                     self.expressions += 1 + usize::from(v.get("messageExpression").is_some());
                 }
-                if compiled
-                    .type_checked_kinds
-                    .as_ref()
-                    .is_some_and(|k| !k.is_empty())
-                {
+                if !compiled.type_checked_kinds.is_empty() {
                     self.type_checked += 1;
                 }
             }
