@@ -75,7 +75,6 @@ pub struct Selector {
     requirements: Vec<Requirement>,
 }
 
-
 impl Selector {
     /// The structured form, as `LabelSelectorAsSelector`
     /// (kubernetes/apimachinery `pkg/apis/meta/v1/helpers.go`): an empty
