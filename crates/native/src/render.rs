@@ -229,10 +229,11 @@ pub fn schema_patch_json(patch: &SchemaPatch) -> String {
     serde_json::to_string_pretty(&patch.patch).unwrap_or_default() + "\n"
 }
 
-/// The table of checks of every rule, as Markdown, for the docs.
-pub fn checks_table(rules: &[&str]) -> String {
+/// The table of checks of every rule, in the registry's order, as
+/// Markdown, for the docs.
+pub fn checks_table() -> String {
     let mut out = String::from("| rule | check | where | why |\n|---|---|---|---|\n");
-    for rule in rules {
+    for rule in crate::policies::rules() {
         for check in crate::policies::checks(rule).unwrap_or_default() {
             let _ = writeln!(
                 out,

@@ -10,7 +10,7 @@ use olm_guard_core::UserInfo;
 use olm_guard_core::protocol::ResourceAttributes;
 use olm_guard_native::admission::{NoParams, Outcome, Policies};
 use olm_guard_native::authorizer::{Authorize, AuthorizerError};
-use olm_guard_native::{generate, policies::RULES};
+use olm_guard_native::{generate, policies::rules};
 
 /// An authorizer that grants nothing.
 struct Nobody;
@@ -70,7 +70,7 @@ fn the_warn_form_admits_what_the_deny_form_refuses_with_the_refusal_as_a_warning
 
 #[test]
 fn no_binding_of_the_warn_form_denies_and_it_patches_no_crd() {
-    for rule in RULES {
+    for rule in rules() {
         let Ok(native) = generate(rule, &Value::Null, None) else {
             continue;
         };

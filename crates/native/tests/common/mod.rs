@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use olm_guard_native::policies::{GenerateError, RULES};
+use olm_guard_native::policies::{GenerateError, rules};
 use olm_guard_native::{Native, generate};
 
 /// The settings of each native form [`every_native_form`] returns, in its
@@ -37,7 +37,7 @@ fn every_form() -> Vec<(Value, Native)> {
         json!({"migrateLegacy": true}),
     ];
     let mut forms = Vec::new();
-    for rule in RULES {
+    for rule in rules() {
         for settings in &variants {
             match generate(rule, settings, None) {
                 Ok(native) => forms.push((settings.clone(), native)),

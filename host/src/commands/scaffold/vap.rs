@@ -11,7 +11,7 @@ use clap::Args;
 use serde_json::Value;
 
 use olm_guard_native::model::MutatingApiVersion;
-use olm_guard_native::policies::{GenerateError, RULES};
+use olm_guard_native::policies::{self, GenerateError};
 use olm_guard_native::render;
 
 use crate::snapshot::SnapshotArgs;
@@ -134,7 +134,7 @@ const COMMAND: &str = "olm-guard scaffold vap";
 
 pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
     if args.table {
-        print!("{}", render::checks_table(&RULES));
+        print!("{}", render::checks_table());
         return Ok(ExitCode::SUCCESS);
     }
     let rules = expand(&args.rules)?;
@@ -293,13 +293,13 @@ fn expand(names: &[String]) -> anyhow::Result<Vec<String>> {
     let mut rules = Vec::new();
     for name in names {
         if name == "all" {
-            rules.extend(RULES.iter().map(|r| r.to_string()));
-        } else if RULES.contains(&name.as_str()) {
+            rules.extend(policies::rules().map(str::to_string));
+        } else if policies::rules().any(|rule| rule == name) {
             rules.push(name.clone());
         } else {
             bail!(
                 "unknown rule \"{name}\": name one of {} or all",
-                RULES.join(", ")
+                policies::rules().collect::<Vec<_>>().join(", ")
             );
         }
     }
