@@ -5,6 +5,7 @@
 // one module each, below.
 mod commands;
 
+mod cluster;
 mod findings;
 mod inputs;
 mod limits;
@@ -14,7 +15,6 @@ mod output;
 mod registry;
 mod session;
 mod settings;
-mod snapshot;
 mod verification;
 
 use std::process::ExitCode;

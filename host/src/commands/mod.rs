@@ -1,7 +1,7 @@
 //! One module per subcommand, each holding its clap arguments and its flow
 //! (a folder where a command has parts). A command imports no other
 //! command: what several share lives beside `commands/`, under its own name
-//! (`modules`, `settings`, `inputs`, `snapshot`, `live`, `output`,
+//! (`modules`, `settings`, `inputs`, `cluster`, `live`, `output`,
 //! `findings`, `registry`, `verification`, `limits`, `session`); `tests/layout.rs`
 //! holds it so.
 

@@ -187,7 +187,7 @@ pub fn load_snapshot(
     api_resources: Option<&Path>,
 ) -> anyhow::Result<(Snapshot, Vec<Finding>)> {
     let mut warnings: Vec<SnapshotWarning> = Vec::new();
-    let snapshot = crate::snapshot::load(files, api_resources, LoadOptions::LENIENT, &mut |w| {
+    let snapshot = crate::cluster::load(files, api_resources, LoadOptions::LENIENT, &mut |w| {
         warnings.push(w)
     })?;
     let findings = warnings

@@ -18,9 +18,9 @@ use olm_guard_evaluator::Policy;
 use olm_guard_evaluator::scenario::PolicyStore;
 use olm_guard_runtime::Runtime;
 
+use crate::cluster::SnapshotArgs;
 use crate::limits::LimitArgs;
 use crate::modules::policies_dir;
-use crate::snapshot::SnapshotArgs;
 use crate::{inputs, settings};
 use scale::ms;
 

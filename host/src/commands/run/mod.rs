@@ -12,11 +12,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use crate::cluster::SnapshotArgs;
 use crate::limits::LimitArgs;
 use crate::live::LiveArgs;
 use crate::registry::RegistryArgs;
 use crate::session::SessionArgs;
-use crate::snapshot::SnapshotArgs;
 use crate::verification::VerificationArgs;
 
 #[derive(Args)]

@@ -14,7 +14,7 @@ use olm_guard_native::model::MutatingApiVersion;
 use olm_guard_native::policies::{self, GenerateError};
 use olm_guard_native::render;
 
-use crate::snapshot::SnapshotArgs;
+use crate::cluster::SnapshotArgs;
 
 #[derive(Args)]
 #[command(after_help = "\
