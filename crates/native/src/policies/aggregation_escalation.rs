@@ -151,7 +151,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
     // One authorizer check per aggregated role, three more for escalate and
     // full authority: each costs 350,000 of the 10,000,000 one evaluation
     // may spend.
-    let budget = (crate::cost::RUNTIME_BUDGET / crate::cost::AUTHZ_CHECK_COST - 3) as usize;
+    let budget = (crate::budget::RUNTIME_BUDGET / crate::budget::AUTHZ_CHECK_COST - 3) as usize;
     if aggregators.len() > budget {
         return Err(GenerateError::NotNative {
             rule: RULE,
