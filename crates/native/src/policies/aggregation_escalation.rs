@@ -566,7 +566,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
 /// The most new × stored rules an update may have for the native policy
 /// to find its changed rules (about one unit of cel-go's cost per pair, of
 /// the 1,000,000 one expression may spend; `crates/native/tests/limits.rs`
-/// measures it).
+/// has Kubernetes decide an update at this limit and refuse a larger one).
 pub const MAX_RULE_PAIRS: usize = 500_000;
 /// The most (atom of a changed rule) × (stored rule) pairs the native
 /// policy compares (about 30 each); an atom is a verb × group × resource ×

@@ -80,7 +80,8 @@ pub const CHECKS: &[Check] = &[
 /// The longest source field (`address`, `image`, `configMap`, `sourceType`)
 /// the native policy judges: an address costs about five units of cel-go's
 /// cost per character to read, and one expression may spend 1,000,000
-/// (`crates/native/tests/limits.rs` measures it). Real ones are host names
+/// (`crates/native/tests/limits.rs` has Kubernetes decide an address of
+/// this length and refuse a longer one). Real ones are host names
 /// and image references, a few hundred characters at most.
 pub const MAX_SOURCE_LENGTH: usize = 100_000;
 
