@@ -85,6 +85,10 @@ pub const CHECKS: &[Check] = &[
 /// and image references, a few hundred characters at most.
 pub const MAX_SOURCE_LENGTH: usize = 100_000;
 
+/// Rust's `char::is_whitespace` in RE2 (`\s` lacks `\v` and U+0085; `\pZ`
+/// holds the Unicode spaces).
+const WS: &str = "[\\\\s\\\\x{0B}\\\\x{85}\\\\pZ]";
+
 /// The policies for `settings`.
 pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native, GenerateError> {
     if settings.migrate_legacy && !settings.allow_legacy {

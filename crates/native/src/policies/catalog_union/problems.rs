@@ -4,13 +4,9 @@
 
 use olm_guard_rules::catalog_union::Settings;
 
-use super::MAX_SOURCE_LENGTH;
 use super::union::{member_problem, none_found, none_found_why, several, stray, union_variables};
+use super::{MAX_SOURCE_LENGTH, WS};
 use crate::model::{NamedExpression, named};
-
-/// Rust's `char::is_whitespace` in RE2 (`\s` lacks `\v` and U+0085; `\pZ`
-/// holds the Unicode spaces).
-pub(super) const WS: &str = "[\\\\s\\\\x{0B}\\\\x{85}\\\\pZ]";
 
 /// The variables computing the problems of `object` (a request variable)
 /// under the prefix `p`: `{p}Spec`, `{p}Problems`, ... What reaches

@@ -3,8 +3,7 @@
 //! its members, the deprecated keys beside one, and the words of rule 2
 //! under the union terms.
 
-use super::join_and;
-use super::problems::WS;
+use super::{WS, join_and};
 use crate::model::{NamedExpression, named};
 
 /// The variables only a CRD with the union members needs: its members, and
