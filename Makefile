@@ -136,14 +136,16 @@ NATIVE_TEST := native_policies_agree_with_the_modules_on_every_scenario
 
 # Beside the test build, one after the other (apt takes one lock, and the
 # module and playground builds share cargo's target/wasm layout): the test
-# dependencies (Debian's, and Go), the Kubernetes harness (Kubernetes' own
-# admission code, built with Go from crates/kube-harness/go/go.sum), the
-# modules, the playground. The CLI as `make examples` builds it (without the
-# registry and plot features) comes out of the test build, as the workspace
-# package host/minimal.
+# dependencies (Debian's, and Go), the Kubernetes harness
+# (Kubernetes' own admission code, built with Go from
+# crates/kube-harness/go/go.sum) and the Go tests of what it copies from
+# Kubernetes, the modules, the playground (with wasm-bindgen-cli, installed
+# into the target directory on a fresh machine). The CLI as `make examples`
+# builds it (without the registry and plot features) comes out of the test
+# build, as the workspace package host/minimal.
 test-side:
 	scripts/test-deps.sh
-	scripts/build-kube-harness.sh
+	scripts/build-kube-harness.sh --test
 	+scripts/build-wasm.sh $(POLICIES)
 	+scripts/build-playground.sh
 
@@ -153,19 +155,22 @@ test-side:
 # module on our host (a fresh instance per evaluation) against Kubewarden's waPC
 # host (wapc + wasmtime-provider, one long-lived instance, as `kwctl bench`);
 # then audits of generated 10,000-, 30,000- and 100,000-object snapshots with
-# all six modules, and how their time grows (scripts/audit-scale.py).
+# all six modules, and how their time grows (scripts/audit-scale.py); then an
+# audit of 10,000 objects read from a live API server (Kubernetes' CRD API
+# server on etcd, docs/live-cluster.md) against the same audit of its dump.
 #
 # Everything here is release-built in one cargo command (one feature set, so
 # wasmtime compiles once), and the modules are annotated by that release host:
 # a fresh clone builds no debug workspace for a benchmark. The host is built
-# with `plot` only: a benchmark pushes and signs nothing, so the registry
-# stack (HTTP, TLS, OCI, signing) is not compiled.
+# with `plot` and `live` only: a benchmark pushes and signs nothing, so the
+# registry stack (OCI, signing) is not compiled.
 bench: HOST := $(RELEASE)/olm-guard
-bench: HOST_BUILD = $(CARGO) build --release -p olm-guard-host -p olm-guard-conformance --bins --no-default-features --features olm-guard-host/plot
+bench: HOST_BUILD = $(CARGO) build --release -p olm-guard-host -p olm-guard-conformance --bins --no-default-features --features olm-guard-host/plot,olm-guard-host/live
 bench: dist
 	$(RELEASE)/olm-guard bench --workload all --scale --plot docs/performance-scale.png
 	$(RELEASE)/olm-guard-reference-bench --dist dist --testdata testdata
 	python3 scripts/audit-scale.py $(RELEASE)/olm-guard 10000 30000 100000
+	$(RELEASE)/olm-guard-live-bench --olm-guard $(RELEASE)/olm-guard --dist dist --objects 10000
 
 # deploy/: a ClusterAdmissionPolicy per module and policies.yml for a bare
 # policy-server, generated from the modules' metadata; deploy/native/: the

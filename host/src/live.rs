@@ -226,14 +226,30 @@ pub fn resolve(session: &Session, wanted: &[Wanted]) -> anyhow::Result<(Vec<Kind
     Ok((served, missing))
 }
 
-/// Every object of `kinds`, kind after kind, page by page; the first list
-/// that fails fails the whole read.
-pub fn read(session: &Session, kinds: &[Kind], page_size: u32) -> anyhow::Result<Vec<Value>> {
-    let mut objects = Vec::new();
-    for kind in kinds {
-        objects.extend(session.list(kind, page_size)?);
-    }
-    Ok(objects)
+/// Every object of `kinds`, page by page, the kinds listed at once (one
+/// thread each: the server and the decoding overlap); the first list that
+/// fails fails the whole read. In the order of `kinds`.
+pub fn read(
+    session: &Session,
+    kinds: &[Kind],
+    page_size: u32,
+) -> anyhow::Result<Vec<(Kind, Vec<Value>)>> {
+    std::thread::scope(|scope| {
+        let lists: Vec<_> = kinds
+            .iter()
+            .map(|kind| scope.spawn(move || session.list(kind, page_size)))
+            .collect();
+        kinds
+            .iter()
+            .zip(lists)
+            .map(|(kind, list)| {
+                let objects = list
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("listing {} panicked", kind.qualified))??;
+                Ok((kind.clone(), objects))
+            })
+            .collect()
+    })
 }
 
 /// The objects of `files` (the `--cluster` snapshot) whose kinds the server
@@ -301,6 +317,7 @@ pub fn snapshot_of(
     };
     let mut located: Vec<(olm_guard_snapshot::Location, Value)> = read(session, &kinds, page_size)?
         .into_iter()
+        .flat_map(|(_, objects)| objects)
         .map(|object| (at.clone(), object))
         .collect();
     let mut snapshot = Snapshot::new();
@@ -346,6 +363,20 @@ mod imp {
         /// (it failed closed): the command must not report as complete.
         pub fn failure(&self) -> Option<String> {
             self.cluster.access_failure().map(|e| e.to_string())
+        }
+
+        /// Takes the objects of `kind` just listed (every one, unselected)
+        /// as the server's answer to the lookups that list them, as a synced
+        /// reflector answers: they are not listed a second time.
+        pub fn seed(&self, kind: &Kind, objects: &[Value]) -> anyhow::Result<()> {
+            if let Some(resource) = self
+                .cluster
+                .live()
+                .resource(&kind.api_version, &kind.kind)?
+            {
+                self.cluster.seed(&resource, objects.to_vec());
+            }
+            Ok(())
         }
     }
 
@@ -508,6 +539,11 @@ mod imp {
         /// Nothing was read, so nothing failed.
         pub fn failure(&self) -> Option<String> {
             None
+        }
+
+        /// Nothing to keep.
+        pub fn seed(&self, _: &Kind, _: &[Value]) -> anyhow::Result<()> {
+            Ok(())
         }
     }
 

@@ -187,62 +187,11 @@ fn run_with_a_kubeconfig_answers_as_run_with_the_cluster_file_and_its_snapshot()
     }
 }
 
-/// More than 2,000 objects: CatalogSources (some configuring two sources),
-/// OperatorGroups (some pairs providing one API to one namespace) and
-/// ClusterObjectSets (some revisions used twice).
+/// More than 2,000 objects (`olm_guard_bench::stored::olm_objects`), stored.
+const OBJECTS: usize = 2150;
+
 fn populate(cluster: &TestCluster) -> usize {
-    let mut objects = Vec::new();
-    for i in 0..900 {
-        let mut spec =
-            json!({"sourceType": "grpc", "image": format!("quay.io/olm-guard/catalog:v{i}")});
-        if i % 10 == 0 {
-            spec["address"] = json!("catalog.olm.svc:50051");
-        }
-        objects.push(json!({
-            "apiVersion": "operators.coreos.com/v1alpha1",
-            "kind": "CatalogSource",
-            "metadata": {"name": format!("catalog-{i}"), "namespace": format!("team-{}", i % 30)},
-            "spec": spec,
-        }));
-    }
-    for i in 0..600 {
-        // Every tenth pair shares its target namespace and provided API.
-        let target = if i % 20 == 1 {
-            format!("team-{}", i - 1)
-        } else {
-            format!("team-{i}")
-        };
-        objects.push(json!({
-            "apiVersion": "operators.coreos.com/v1",
-            "kind": "OperatorGroup",
-            "metadata": {
-                "name": format!("og-{i}"),
-                "namespace": format!("team-{i}"),
-                "annotations": {"olm.providedAPIs": format!("Widget.v1.team{}.example.com", if i % 20 == 1 { i - 1 } else { i })},
-            },
-            "spec": {"targetNamespaces": [target]},
-        }));
-    }
-    for i in 0..650 {
-        let group = format!("extension-{}", i / 6);
-        // The sixth revision of every group reuses the fifth's number.
-        let revision = if i % 6 == 5 { 5 } else { i % 6 + 1 };
-        objects.push(json!({
-            "apiVersion": "olm.operatorframework.io/v1",
-            "kind": "ClusterObjectSet",
-            "metadata": {
-                "name": format!("{group}-{}", i % 6 + 1),
-                "labels": {"olm.operatorframework.io/owner-name": group},
-            },
-            "spec": {
-                "revision": revision,
-                "lifecycleState": "Active",
-                "collisionProtection": "Prevent",
-                "phases": [{"name": "deploy", "objects": [{"ref": {
-                    "name": format!("{group}-objects"), "namespace": "olmv1-system", "key": "deployment"}}]}],
-            },
-        }));
-    }
+    let objects = olm_guard_bench::stored::olm_objects(OBJECTS);
     cluster
         .create_all(&objects, 16)
         .expect("every object is stored");
@@ -446,7 +395,9 @@ fn an_audit_whose_server_stops_midway_reports_nothing_as_complete() {
         &["cannot reach the API server", &cluster.server(), "listing"],
     );
     assert!(
-        line.contains("connection refused") || line.contains("reset"),
+        ["connection refused", "closed the connection"]
+            .iter()
+            .any(|cause| line.contains(cause)),
         "{line}"
     );
 }
@@ -568,6 +519,76 @@ fn a_lookup_nobody_can_answer_fails_closed_naming_it() {
         message.contains("does not serve v1 Namespace") && message.contains("--cluster"),
         "{message}"
     );
+}
+
+#[test]
+fn run_with_several_modules_reads_the_live_cluster_once() {
+    // An OperatorGroup stored in team-x: a second one there is what OLM
+    // refuses (og-intersection), seen from the live cluster.
+    let cluster = cluster();
+    cluster
+        .create(&json!({
+            "apiVersion": "operators.coreos.com/v1",
+            "kind": "OperatorGroup",
+            "metadata": {"name": "existing", "namespace": "team-x"},
+            "spec": {"targetNamespaces": ["team-x"]},
+        }))
+        .expect("answered")
+        .expect("stored");
+    let manifest = cluster.dir().join("second.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: operators.coreos.com/v1\nkind: OperatorGroup\n\
+         metadata: {name: second, namespace: team-x}\nspec: {targetNamespaces: [team-x]}\n",
+    )
+    .expect("written");
+    let rest = rest_file(&cluster);
+    let dist = common::dist();
+    let run = |source: &[&str]| {
+        let mut args = vec![
+            "run",
+            "all",
+            "--dist",
+            dist.to_str().expect("UTF-8"),
+            "--object",
+            manifest.to_str().expect("UTF-8"),
+            "--cluster",
+            rest.to_str().expect("UTF-8"),
+            "-o",
+            "json",
+        ];
+        args.extend_from_slice(source);
+        olm_guard(&args)
+    };
+    let live = run(&[
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().expect("UTF-8"),
+    ]);
+    let stderr = text(&live.stderr);
+    assert!(
+        stderr.contains("objects read from") && stderr.contains(&cluster.server()),
+        "{stderr}"
+    );
+    let live = responses(&live);
+    let denied: Vec<&Value> = live.iter().filter(|r| r["allowed"] == false).collect();
+    assert_eq!(denied.len(), 1, "{live:?}");
+    let message = denied[0]["status"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("existing"), "{message}");
+
+    let snapshot = cluster.dir().join("several.yaml");
+    let taken = olm_guard(&[
+        "snapshot",
+        "all",
+        "--dist",
+        dist.to_str().expect("UTF-8"),
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().expect("UTF-8"),
+        "-o",
+        snapshot.to_str().expect("UTF-8"),
+    ]);
+    assert!(taken.status.success(), "{}", text(&taken.stderr));
+    let offline = responses(&run(&["--cluster", snapshot.to_str().expect("UTF-8")]));
+    assert_eq!(live, offline);
 }
 
 /// A live cluster with none of the kinds the modules judge is audited as it

@@ -1,7 +1,9 @@
 //! The olm-guard playground: the rules the modules ship, evaluated in the
 //! browser. The page (`www/`) hands [`evaluate`] the text of its
 //! editors as one JSON document and shows the JSON it answers; nothing
-//! leaves the browser. It calls the module through [`abi`]'s plain exports.
+//! leaves the browser. Both functions are the module's exports, through
+//! wasm-bindgen (its glue, `olm_guard_playground.js`, is what the page
+//! imports: strings cross as strings, and the glue allocates and frees).
 //!
 //! The evaluation is the one `olm-guard run` performs, natively rather than
 //! through the module: the rule from [`olm_guard_rules::registry`] (the code
@@ -17,7 +19,6 @@
 //! every error comes back as `{"ok": false, "error": {"field", "message"}}`
 //! naming the input to fix; no input makes it panic.
 
-#![deny(unsafe_code)]
 #![cfg_attr(
     not(test),
     deny(
@@ -28,14 +29,13 @@
     )
 )]
 
-// The only `unsafe` of the crate: the exports that hand buffers to the page.
-#[allow(unsafe_code)]
-pub mod abi;
 pub mod input;
 pub mod recording;
 
 use serde::Serialize;
 use serde_json::{Value, json};
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen::prelude::wasm_bindgen;
 
 use olm_guard_core::display::{subject, yaml_diff};
 use olm_guard_core::response::AdmissionResponse;
@@ -53,6 +53,7 @@ const EXAMPLES: &str = include_str!(concat!(env!("OUT_DIR"), "/examples.json"));
 /// runs with when given none; each example holds the page's inputs
 /// (`object`, `oldObject`, `operation`, `namespace`, `user`, `groups`,
 /// `settings`, `cluster`, all text) and the scenario's `expect.json`.
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen)]
 pub fn rules() -> String {
     let examples: Value = serde_json::from_str(EXAMPLES).unwrap_or(Value::Null);
     let rules: Vec<Value> = registry::RULES
@@ -116,6 +117,7 @@ pub struct Evaluation {
 
 /// Evaluates one set of inputs (see [`input::Input`] for the fields); answers
 /// an [`Evaluation`] or `{"ok": false, "error": {"field", "message"}}`.
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen)]
 pub fn evaluate(input_json: &str) -> String {
     let answer = match run(input_json) {
         Ok(evaluation) => serde_json::to_value(evaluation),

@@ -1,37 +1,9 @@
 // The page: editors in, the wasm module's JSON out. All parsing (YAML
-// included) and every evaluation happen in olm_guard_playground.wasm
+// included) and every evaluation happen in olm_guard_playground_bg.wasm
 // (playground/src/lib.rs); this file only moves text and shows answers.
-
-// The module's exports (playground/src/abi.rs): strings cross as UTF-8 in its
-// memory; an answer is a little-endian u32 length and that many bytes, given
-// back with olm_guard_free once read.
-let wasm;
-const encoder = new TextEncoder();
-const decoder = new TextDecoder('utf-8', { fatal: true });
-
-async function init() {
-  const response = await fetch(new URL('olm_guard_playground.wasm', import.meta.url));
-  const { instance } = await WebAssembly.instantiateStreaming(response, {});
-  wasm = instance.exports;
-}
-
-function readAnswer(ptr) {
-  const len = new DataView(wasm.memory.buffer).getUint32(ptr, true);
-  const text = decoder.decode(new Uint8Array(wasm.memory.buffer, ptr + 4, len));
-  wasm.olm_guard_free(ptr, 4 + len);
-  return text;
-}
-
-function listRules() {
-  return readAnswer(wasm.olm_guard_rules());
-}
-
-function evaluate(inputJson) {
-  const bytes = encoder.encode(inputJson);
-  const ptr = wasm.olm_guard_alloc(bytes.length);
-  new Uint8Array(wasm.memory.buffer, ptr, bytes.length).set(bytes);
-  return readAnswer(wasm.olm_guard_evaluate(ptr, bytes.length));
-}
+// olm_guard_playground.js is wasm-bindgen's glue for the module's two
+// exports, strings in and out: it copies them across and frees its buffers.
+import init, { rules as listRules, evaluate } from './olm_guard_playground.js';
 
 // The inputs, by element id; the same keys as the wasm module's Input
 // (playground/src/input.rs) and as the share link's JSON.

@@ -5,6 +5,7 @@
 
 pub mod measure;
 pub mod scale;
+pub mod stored;
 pub mod workloads;
 
 pub use measure::{Report, Samples, machine, measure};

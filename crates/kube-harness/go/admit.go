@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -14,80 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/warning"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
-
-// admitRequest is one write through the admission path.
-type admitRequest struct {
-	// Request is the AdmissionRequest olm-guard's scenario describes: its
-	// object and oldObject as the client sent and the API server stored
-	// them.
-	Request json.RawMessage `json:"request"`
-	// CRDs are the CustomResourceDefinitions served, for the request's
-	// kind and for params.
-	CRDs []json.RawMessage `json:"crds"`
-	// Policies and bindings, validating and mutating.
-	ValidatingPolicies []json.RawMessage `json:"validatingPolicies"`
-	ValidatingBindings []json.RawMessage `json:"validatingBindings"`
-	MutatingPolicies   []json.RawMessage `json:"mutatingPolicies"`
-	MutatingBindings   []json.RawMessage `json:"mutatingBindings"`
-	// Objects are the cluster's objects: params of the policies and
-	// namespaces.
-	Objects []json.RawMessage `json:"objects"`
-	// Authorizer answers the policies' authorizer checks.
-	Authorizer []authzAnswer `json:"authorizer"`
-}
-
-// admitAnswer says how far the write got and what each stage said.
-type admitAnswer struct {
-	// Refused is the API server's error when the write was refused
-	// before admission policies decided (a body it cannot decode); empty
-	// otherwise.
-	Refused string `json:"refused,omitempty"`
-	// UnknownFields are the fields the decoder pruned ("unknown field"
-	// warnings when field validation is Warn).
-	UnknownFields []string `json:"unknownFields"`
-	// Object and OldObject are the objects as admission saw them: decoded,
-	// prepared, and (Object) after the mutating policies.
-	Object    any `json:"object"`
-	OldObject any `json:"oldObject"`
-	// Mutated says whether the mutating policies changed the object.
-	Mutated bool `json:"mutated"`
-	// PrunedObject is the mutated object as the CRD's schema would store
-	// it (unknown fields pruned); equal to Object when nothing is pruned.
-	PrunedObject any `json:"prunedObject,omitempty"`
-	// MutationError is the status a mutating policy failed the request
-	// with.
-	MutationError *status `json:"mutationError,omitempty"`
-	// SchemaError is the custom resource's validation error (the OpenAPI
-	// schema and its x-kubernetes-validations rules).
-	SchemaError *status `json:"schemaError,omitempty"`
-	// Allowed, Status: the validating policies' verdict, on the object
-	// even when the schema refused it (a cluster would not have asked them
-	// then: SchemaError is the answer a client reads).
-	Allowed bool    `json:"allowed"`
-	Status  *status `json:"status,omitempty"`
-	// SchemaWarnings are the warnings of the mutating policies and the
-	// custom resource's validation (ratcheted CRD rules).
-	SchemaWarnings []string `json:"schemaWarnings"`
-	// Warnings are the validating policies' warnings, each once, in order
-	// (the response carries SchemaWarnings, then these).
-	Warnings []string `json:"warnings"`
-	// AuditAnnotations are the annotations the policies added.
-	AuditAnnotations map[string]string `json:"auditAnnotations"`
-	// Unasked are authorizer checks not in the table.
-	Unasked []string `json:"unasked"`
-}
-
-type status struct {
-	Message string `json:"message"`
-	Reason  string `json:"reason"`
-	Code    int32  `json:"code"`
-}
 
 func statusOf(err error) *status {
 	var statusErr *apierrors.StatusError
@@ -102,7 +36,7 @@ func statusOf(err error) *status {
 // them), as the API server's does.
 var scheme = clientgoscheme.Scheme
 
-func (s *server) admit(req *admitRequest) (any, error) {
+func (s *server) admit(req *admitRequest) (*admitAnswer, error) {
 	review := &admissionv1.AdmissionRequest{}
 	if err := json.Unmarshal(req.Request, review); err != nil {
 		return nil, fmt.Errorf("request: not an AdmissionRequest: %w", err)
@@ -124,13 +58,15 @@ func (s *server) admit(req *admitRequest) (any, error) {
 	// stored object.
 	object, unknown, err := decodeObject(review.Object.Raw, kind, crd, false)
 	if err != nil {
-		answer.Refused = fmt.Sprintf("object: %v", err)
+		refused := fmt.Sprintf("object: %v", err)
+		answer.Refused = &refused
 		return answer, nil
 	}
 	answer.UnknownFields = append(answer.UnknownFields, unknown...)
 	oldObject, _, err := decodeObject(review.OldObject.Raw, kind, crd, true)
 	if err != nil {
-		answer.Refused = fmt.Sprintf("oldObject: %v", err)
+		refused := fmt.Sprintf("oldObject: %v", err)
+		answer.Refused = &refused
 		return answer, nil
 	}
 	if crd != nil && review.SubResource == "" {
@@ -176,6 +112,7 @@ func (s *server) admit(req *admitRequest) (any, error) {
 		// prepares the object, validates it, and the validating plugins
 		// see the prepared object (registry/generic/registry/store.go).
 		if crd != nil && review.SubResource == "" {
+			beforeUpdate(mutated, oldObject)
 			prepare(crd, mutated, oldObject)
 		}
 		var schemaErrs field.ErrorList
@@ -184,8 +121,7 @@ func (s *server) admit(req *admitRequest) (any, error) {
 		}
 		// What the schema warned about (a rule that fails on a value an
 		// UPDATE leaves as stored is ratcheted: a warning, not an error).
-		answer.SchemaWarnings = append(answer.SchemaWarnings, warnings.texts...)
-		warnings.texts = nil
+		answer.SchemaWarnings = append(answer.SchemaWarnings, warnings.take()...)
 		if len(schemaErrs) > 0 {
 			answer.SchemaError = statusOf(apierrors.NewInvalid(kind.GroupKind(), review.Name, schemaErrs))
 		}
@@ -199,7 +135,7 @@ func (s *server) admit(req *admitRequest) (any, error) {
 			answer.Allowed = true
 		}
 	}
-	answer.Warnings = append(answer.Warnings, warnings.texts...)
+	answer.Warnings = append(answer.Warnings, warnings.take()...)
 
 	answer.Object = toJSON(attributes.GetObject())
 	answer.OldObject = toJSON(oldObject)
@@ -277,6 +213,18 @@ func patchBase(object, oldObject runtime.Object) {
 	if obj.GetGeneration() == 0 {
 		obj.SetGeneration(old.GetGeneration())
 	}
+}
+
+// beforeUpdate is rest.BeforeUpdate's first step on an update's object
+// (k8s.io/apiserver pkg/registry/rest/update.go): a request cannot set the
+// generation, which starts from the stored object's before the strategy
+// counts the change.
+func beforeUpdate(object, oldObject runtime.Object) {
+	obj, old := asUnstructured(object), asUnstructured(oldObject)
+	if obj == nil || old == nil {
+		return
+	}
+	obj.SetGeneration(old.GetGeneration())
 }
 
 // prepare is customResourceStrategy.PrepareForCreate and PrepareForUpdate:
@@ -368,24 +316,46 @@ func operationOptions(review *admissionv1.AdmissionRequest) (runtime.Object, err
 	return options, nil
 }
 
-// warningRecorder keeps each warning text once, in order, as the API
-// server's recorder does (endpoints/filters/warning.go, which also cuts
-// the total at 4,096 characters; that package needs k8s.io/streaming,
-// which the admission code does not, so the cut is the caller's to check).
+// warningRecorder is the API server's warning recorder
+// (k8s.io/apiserver endpoints/filters/warning.go, recorder.AddWarning) as
+// far as what a client reads: an empty text is dropped, each text is kept
+// once, in order, and a text or agent that cannot be a Warning header
+// (net.NewWarningHeader: control characters, an agent with spaces) is
+// dropped. That package needs k8s.io/streaming, which the admission code
+// does not; its 4,096-character cut of the total is left to the caller.
 type warningRecorder struct {
-	texts []string
+	mu       sync.Mutex
+	recorded map[string]bool
+	texts    []string
 }
 
-func (w *warningRecorder) AddWarning(_, text string) {
+func (w *warningRecorder) AddWarning(agent, text string) {
 	if text == "" {
 		return
 	}
-	for _, t := range w.texts {
-		if t == text {
-			return
-		}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.recorded == nil {
+		w.recorded = map[string]bool{}
+	}
+	if w.recorded[text] {
+		return
+	}
+	w.recorded[text] = true
+	if _, err := utilnet.NewWarningHeader(299, agent, text); err != nil {
+		return
 	}
 	w.texts = append(w.texts, text)
+}
+
+// take returns the warnings recorded so far and starts again: the schema's
+// warnings and the validating policies' are answered apart.
+func (w *warningRecorder) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	texts := w.texts
+	w.texts, w.recorded = nil, nil
+	return texts
 }
 
 func deepCopy(obj runtime.Object) runtime.Object {

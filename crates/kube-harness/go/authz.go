@@ -11,28 +11,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// authzAnswer is one authorizer answer given with a request: the
-// attributes of the check and what the authorizer said. The tests fill
-// the table with the answers olm-guard's RBAC engine gave for the same
-// request, so that Kubernetes' evaluation and olm-guard's see the same
-// cluster.
-type authzAnswer struct {
-	User        string   `json:"user"`
-	Groups      []string `json:"groups"`
-	Verb        string   `json:"verb"`
-	Namespace   string   `json:"namespace"`
-	APIGroup    string   `json:"apiGroup"`
-	Resource    string   `json:"resource"`
-	Subresource string   `json:"subresource"`
-	Name        string   `json:"name"`
-	// Path is set for a non-resource check, and then the resource fields
-	// are empty.
-	Path    string `json:"path"`
-	Allowed bool   `json:"allowed"`
-	// Error is the text of an authorizer that could not answer.
-	Error string `json:"error"`
-}
-
 func (a authzAnswer) key() string {
 	groups := append([]string(nil), a.Groups...)
 	sort.Strings(groups)

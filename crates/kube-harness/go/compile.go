@@ -10,6 +10,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	apimachinerypath "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,33 +22,6 @@ import (
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 )
-
-// compileRequest asks for one policy to be compiled as the API server
-// compiles a policy it is asked to create.
-type compileRequest struct {
-	// Policy is a ValidatingAdmissionPolicy or a MutatingAdmissionPolicy.
-	Policy json.RawMessage `json:"policy"`
-	// Versions are compatibility versions, "1.30" ... "1.36".
-	Versions []string `json:"versions"`
-	// CRDs give the type checker the schemas of the kinds the policy
-	// matches (as the API server's OpenAPI would).
-	CRDs []json.RawMessage `json:"crds"`
-}
-
-// compileAnswer holds, per version, the field errors that would refuse the
-// policy, and the type-checking warnings status.typeChecking would carry.
-type compileAnswer struct {
-	Errors       map[string][]string `json:"errors"`
-	TypeChecking []expressionWarning `json:"typeChecking"`
-	// TypeCheckedKinds are the kinds the type checker found a schema for;
-	// the others' expressions are checked with object typed dyn.
-	TypeCheckedKinds []string `json:"typeCheckedKinds"`
-}
-
-type expressionWarning struct {
-	FieldRef string `json:"fieldRef"`
-	Warning  string `json:"warning"`
-}
 
 // policyHeader tells the kinds apart.
 type policyHeader struct {
@@ -63,12 +37,12 @@ func strictUnmarshal(raw []byte, into any) error {
 	return decoder.Decode(into)
 }
 
-func (s *server) compile(req *compileRequest) (any, error) {
+func (s *server) compile(req *compileRequest) (*compileAnswer, error) {
 	var header policyHeader
 	if err := json.Unmarshal(req.Policy, &header); err != nil {
 		return nil, err
 	}
-	answer := compileAnswer{Errors: map[string][]string{}, TypeChecking: []expressionWarning{}, TypeCheckedKinds: []string{}}
+	answer := &compileAnswer{Errors: map[string][]string{}, TypeChecking: []expressionWarning{}, TypeCheckedKinds: []string{}}
 	versions := make([]*version.Version, 0, len(req.Versions))
 	for _, v := range req.Versions {
 		parsed, err := version.ParseMajorMinor(v)
@@ -159,9 +133,9 @@ func errorStrings(errs field.ErrorList) []string {
 // validateMutatingAdmissionPolicySpec and their helpers) that compile CEL
 // or check what CEL reads, for a policy being created: every expression
 // in the NewExpressions environment of the compatibility version, with the
-// composited compiler (variables, validations, messages, audit annotations,
-// mutations) or the stateless one (match conditions, which cannot read
-// variables). That package belongs to k8s.io/kubernetes, which is not a
+// composited compiler when the policy has variables (variables, validations,
+// messages, audit annotations, mutations) and the stateless one otherwise
+// and for match conditions (which cannot read variables). That package belongs to k8s.io/kubernetes, which is not a
 // published module; the compilers and environments it calls are the ones
 // used here.
 
@@ -189,9 +163,15 @@ func convertCELError(fldPath *field.Path, expression string, err *apiservercel.E
 	}
 }
 
-// variables compiles and stores a policy's variables in a new composited
-// compiler, as validateVariable does one by one.
-func compileVariables(envSet *environment.EnvSet, variables []admissionregistrationv1.Variable, hasParams bool, fldPath *field.Path) (*plugincel.CompositedCompiler, field.ErrorList) {
+// compileVariables is the compiler of a policy's expressions with its
+// variables compiled and stored, as validateVariable does one by one. Like
+// validateValidatingAdmissionPolicySpec's getCompiler, it is a composited
+// compiler only when the policy has variables, and the stateless one
+// otherwise: an expression that reads variables then fails as undeclared.
+func compileVariables(envSet *environment.EnvSet, variables []admissionregistrationv1.Variable, hasParams bool, fldPath *field.Path) (plugincel.Compiler, field.ErrorList) {
+	if len(variables) == 0 {
+		return plugincel.NewCompiler(envSet), nil
+	}
 	var errs field.ErrorList
 	compiler, err := plugincel.NewCompositedCompiler(envSet)
 	if err != nil {
@@ -215,6 +195,19 @@ func compileVariables(envSet *environment.EnvSet, variables []admissionregistrat
 		}
 	}
 	return compiler, errs
+}
+
+// matchConstraintsRequired is the spec's check that matchConstraints is
+// there with at least one resource rule, which gives the expressions their
+// types.
+func matchConstraintsRequired(m *admissionregistrationv1.MatchResources, fldPath *field.Path) field.ErrorList {
+	if m == nil {
+		return field.ErrorList{field.Required(fldPath.Child("matchConstraints"), "")}
+	}
+	if len(m.ResourceRules) == 0 {
+		return field.ErrorList{field.Required(fldPath.Child("matchConstraints", "resourceRules"), "")}
+	}
+	return nil
 }
 
 func compileMatchConditions(envSet *environment.EnvSet, conditions []admissionregistrationv1.MatchCondition, hasParams bool, fldPath *field.Path) field.ErrorList {
@@ -245,6 +238,10 @@ func compileMatchConditions(envSet *environment.EnvSet, conditions []admissionre
 	return errs
 }
 
+// maxAuditAnnotationValueExpressionLength is validation.go's limit on an
+// audit annotation's expression (5 KiB).
+const maxAuditAnnotationValueExpressionLength = 5 * 1024
+
 var supportedReasons = sets.NewString("Unauthorized", "Forbidden", "Invalid", "RequestEntityTooLarge")
 
 // validateVAPExpressions is the CEL part of validateValidatingAdmissionPolicySpec.
@@ -256,9 +253,7 @@ func validateVAPExpressions(policy *admissionregistrationv1.ValidatingAdmissionP
 	if spec.FailurePolicy == nil {
 		errs = append(errs, field.Required(fldPath.Child("failurePolicy"), ""))
 	}
-	if spec.MatchConstraints == nil || len(spec.MatchConstraints.ResourceRules) == 0 {
-		errs = append(errs, field.Required(fldPath.Child("matchConstraints", "resourceRules"), ""))
-	}
+	errs = append(errs, matchConstraintsRequired(spec.MatchConstraints, fldPath)...)
 	errs = append(errs, compileMatchConditions(envSet, spec.MatchConditions, hasParams, fldPath.Child("matchConditions"))...)
 	compiler, varErrs := compileVariables(envSet, spec.Variables, hasParams, fldPath.Child("variables"))
 	errs = append(errs, varErrs...)
@@ -266,7 +261,8 @@ func validateVAPExpressions(policy *admissionregistrationv1.ValidatingAdmissionP
 		return errs
 	}
 	if len(spec.Validations) == 0 && len(spec.AuditAnnotations) == 0 {
-		errs = append(errs, field.Required(fldPath.Child("validations"), "validations or auditAnnotations must contain at least one item"))
+		const why = "validations or auditAnnotations must contain at least one item"
+		errs = append(errs, field.Required(fldPath.Child("validations"), why), field.Required(fldPath.Child("auditAnnotations"), why))
 	}
 	for i, v := range spec.Validations {
 		path := fldPath.Child("validations").Index(i)
@@ -299,10 +295,18 @@ func validateVAPExpressions(policy *admissionregistrationv1.ValidatingAdmissionP
 		}
 	}
 	for i, a := range spec.AuditAnnotations {
-		path := fldPath.Child("auditAnnotations").Index(i)
-		result := compiler.CompileCELExpression(&validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: strings.TrimSpace(a.ValueExpression)}, plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}, environment.NewExpressions)
-		if result.Error != nil {
-			errs = append(errs, convertCELError(path.Child("valueExpression"), a.ValueExpression, result.Error))
+		path := fldPath.Child("auditAnnotations").Index(i).Child("valueExpression")
+		trimmed := strings.TrimSpace(a.ValueExpression)
+		switch {
+		case trimmed == "":
+			errs = append(errs, field.Required(path, "valueExpression is not specified"))
+		case len(trimmed) > maxAuditAnnotationValueExpressionLength:
+			errs = append(errs, field.Required(path, fmt.Sprintf("must not exceed %d bytes in length", maxAuditAnnotationValueExpressionLength)))
+		default:
+			result := compiler.CompileCELExpression(&validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: trimmed}, plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}, environment.NewExpressions)
+			if result.Error != nil {
+				errs = append(errs, convertCELError(path, a.ValueExpression, result.Error))
+			}
 		}
 	}
 	return errs
@@ -320,9 +324,7 @@ func validateMAPExpressions(policy *admissionregistrationv1.MutatingAdmissionPol
 	if spec.ReinvocationPolicy == "" {
 		errs = append(errs, field.Required(fldPath.Child("reinvocationPolicy"), ""))
 	}
-	if spec.MatchConstraints == nil || len(spec.MatchConstraints.ResourceRules) == 0 {
-		errs = append(errs, field.Required(fldPath.Child("matchConstraints", "resourceRules"), ""))
-	}
+	errs = append(errs, matchConstraintsRequired(spec.MatchConstraints, fldPath)...)
 	errs = append(errs, compileMatchConditions(envSet, spec.MatchConditions, hasParams, fldPath.Child("matchConditions"))...)
 	compiler, varErrs := compileVariables(envSet, spec.Variables, hasParams, fldPath.Child("variables"))
 	errs = append(errs, varErrs...)
@@ -378,11 +380,19 @@ func validateBinding(policyName string, paramRef *admissionregistrationv1.ParamR
 		return errs
 	}
 	path := fldPath.Child("paramRef")
-	if paramRef.Name != "" && paramRef.Selector != nil {
-		errs = append(errs, field.Forbidden(path.Child("name"), "name and selector are mutually exclusive"))
+	if paramRef.Name != "" {
+		for _, msg := range apimachinerypath.ValidatePathSegmentName(paramRef.Name, false) {
+			errs = append(errs, field.Invalid(path.Child("name"), paramRef.Name, msg))
+		}
+		if paramRef.Selector != nil {
+			errs = append(errs, field.Forbidden(path.Child("name"), "name and selector are mutually exclusive"))
+		}
 	}
 	if paramRef.Selector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(paramRef.Selector, metav1validation.LabelSelectorValidationOptions{}, path.Child("selector"))...)
+		if paramRef.Name != "" {
+			errs = append(errs, field.Forbidden(path.Child("selector"), "name and selector are mutually exclusive"))
+		}
 	}
 	if paramRef.Name == "" && paramRef.Selector == nil {
 		errs = append(errs, field.Required(path, "one of name or selector must be specified"))

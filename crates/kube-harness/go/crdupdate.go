@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -17,26 +16,6 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 )
-
-// crdUpdateRequest asks whether the API server would accept New as an
-// update of Old.
-type crdUpdateRequest struct {
-	Old json.RawMessage `json:"old"`
-	New json.RawMessage `json:"new"`
-	// Versions are compatibility versions to compile New's rules for.
-	Versions []string `json:"versions"`
-}
-
-type crdUpdateAnswer struct {
-	// Errors are ValidateCustomResourceDefinitionUpdate's, in the API
-	// server's words.
-	Errors []string `json:"errors"`
-	// RuleErrors are, per compatibility version, the rules of New that do
-	// not compile in that version's NewExpressions environment.
-	RuleErrors map[string][]string `json:"ruleErrors"`
-	// Rules counts the x-kubernetes-validations rules of New.
-	Rules int `json:"rules"`
-}
 
 // asServed gives a CRD read from a file the status a cluster that serves
 // it holds: its names accepted, Established, its storage version stored.
@@ -62,7 +41,7 @@ func asServed(crd *apiextensionsv1.CustomResourceDefinition) {
 	}
 }
 
-func (s *server) crdUpdate(req *crdUpdateRequest) (any, error) {
+func (s *server) crdUpdate(req *crdUpdateRequest) (*crdUpdateAnswer, error) {
 	oldCRD, err := readCRD(req.Old)
 	if err != nil {
 		return nil, fmt.Errorf("old: %w", err)
@@ -82,7 +61,7 @@ func (s *server) crdUpdate(req *crdUpdateRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	answer := crdUpdateAnswer{RuleErrors: map[string][]string{}}
+	answer := &crdUpdateAnswer{RuleErrors: map[string][]string{}}
 	answer.Errors = errorStrings(apiextensionsvalidation.ValidateCustomResourceDefinitionUpdate(context.Background(), newInternal, oldInternal))
 	for _, v := range req.Versions {
 		parsed, err := version.ParseMajorMinor(v)

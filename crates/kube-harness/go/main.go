@@ -20,11 +20,13 @@
 //     through the validating policy dispatcher, the authorizer answered from
 //     a table of answers given with the request.
 //
-// The protocol is JSON Lines: one request object per line on stdin
-// ({"op": ..., ...}), one answer per line on stdout, in order. A request
-// that cannot be read gets {"error": "..."}; the process keeps serving.
-// Nothing here decides an admission itself: every decision, message and
-// patch comes from the Kubernetes packages called.
+// The protocol is JSON Lines: one request per line on stdin
+// ({"op": ..., "args": {...}}), one reply per line on stdout, in order
+// ({"answer": ..., "error": null} or {"answer": null, "error": "..."}); its
+// messages are in protocol.go, each read exactly, and the hello op names
+// their version. A request that cannot be served gets its error; the
+// process keeps serving. Nothing here decides an admission itself: every
+// decision, message and patch comes from the Kubernetes packages called.
 package main
 
 import (
@@ -33,16 +35,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/klog/v2"
 )
-
-// request is one line of input: op names the operation, whose own
-// fields are read from the same object.
-type request struct {
-	Op string `json:"op"`
-}
 
 func main() {
 	// klog writes to stderr; the API server's internal-error logging
@@ -58,9 +58,8 @@ func main() {
 	for {
 		line, err := in.ReadBytes('\n')
 		if len(line) > 0 {
-			answer := server.serve(line)
-			if err := encoder.Encode(answer); err != nil {
-				fmt.Fprintf(os.Stderr, "kube-harness: cannot write an answer: %v\n", err)
+			if err := encoder.Encode(server.serve(line)); err != nil {
+				fmt.Fprintf(os.Stderr, "kube-harness: cannot write a reply: %v\n", err)
 				os.Exit(1)
 			}
 			if err := out.Flush(); err != nil {
@@ -77,20 +76,49 @@ func main() {
 	}
 }
 
-// failure is the answer to a request that could not be served.
-type failure struct {
-	Error string `json:"error"`
+// op is one operation of the protocol.
+type op struct {
+	// pure says the answer depends on the request alone, so that it is
+	// kept and given again for the same request.
+	pure bool
+	// serve reads the arguments exactly and answers.
+	serve func(s *server, args json.RawMessage) (any, error)
+}
+
+// handler turns an op's typed function into an op's serve: its arguments
+// read exactly into Req (decodeExact), its answer a *Ans.
+func handler[Req, Ans any](f func(*server, *Req) (*Ans, error)) func(*server, json.RawMessage) (any, error) {
+	return func(s *server, args json.RawMessage) (any, error) {
+		var req Req
+		if err := decodeExact(args, &req, "args"); err != nil {
+			return nil, err
+		}
+		return f(s, &req)
+	}
+}
+
+// ops are the operations of the protocol, by name.
+func ops() map[string]op {
+	return map[string]op{
+		"hello":     {pure: true, serve: handler((*server).hello)},
+		"compile":   {pure: true, serve: handler((*server).compile)},
+		"crdUpdate": {pure: true, serve: handler((*server).crdUpdate)},
+		"admit":     {serve: handler((*server).admit)},
+	}
 }
 
 // server keeps what is expensive to build across requests: compiled
 // policies and CRD schemas, each keyed by its JSON.
 type server struct {
-	crds      map[string]*crdSchemas
-	policies  map[string]any
-	resolvers map[string]*resolved
-	// answers keeps the answers of the ops that depend on their request
-	// alone (compile, crdUpdate), by the request's JSON.
-	answers map[string]any
+	ops        map[string]op
+	crds       map[string]*crdSchemas
+	validators map[string]validating.Validator
+	mutators   map[string]mutating.PolicyEvaluator
+	resolvers  map[string]*resolved
+	// answers keeps the replies of the pure ops, by the request's JSON.
+	// Only answers are kept: an error, a panic among them, is reported
+	// again each time the request comes.
+	answers map[string]reply
 }
 
 // resolved is a type checker's schema resolver and REST mapper for a set
@@ -101,53 +129,66 @@ type resolved struct {
 }
 
 func newServer() *server {
-	return &server{crds: map[string]*crdSchemas{}, policies: map[string]any{}, resolvers: map[string]*resolved{}, answers: map[string]any{}}
+	return &server{
+		ops:        ops(),
+		crds:       map[string]*crdSchemas{},
+		validators: map[string]validating.Validator{},
+		mutators:   map[string]mutating.PolicyEvaluator{},
+		resolvers:  map[string]*resolved{},
+		answers:    map[string]reply{},
+	}
 }
 
-func (s *server) serve(line []byte) (answer any) {
-	// A panic in a Kubernetes package on some input is reported as that
-	// request's error, naming the op, so that one bad case does not hide
-	// the answers to the others.
+// hello names the protocol version, which the client checks first.
+func (s *server) hello(*helloRequest) (*helloAnswer, error) {
+	return &helloAnswer{Protocol: protocolVersion}, nil
+}
+
+// serve answers one line.
+func (s *server) serve(line []byte) reply {
+	var request envelope
+	if err := decodeExact(line, &request, "request"); err != nil {
+		return failed(fmt.Sprintf("not a request of protocol %d: %v", protocolVersion, err))
+	}
+	o, ok := s.ops[request.Op]
+	if !ok {
+		names := make([]string, 0, len(s.ops))
+		for name := range s.ops {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		return failed(fmt.Sprintf("unknown op %q: the ops are %s", request.Op, strings.Join(names, ", ")))
+	}
+	key := jsonKey(line)
+	if o.pure {
+		if cached, ok := s.answers[key]; ok {
+			return cached
+		}
+	}
+	answer, err := call(s, o, request.Args)
+	if err != nil {
+		return failed(fmt.Sprintf("%s: %v", request.Op, err))
+	}
+	r := reply{Answer: answer}
+	if o.pure {
+		s.answers[key] = r
+	}
+	return r
+}
+
+// call runs an op. A panic in a Kubernetes package on some input is that
+// request's error, so that one bad case does not hide the answers to the
+// others.
+func call(s *server, o op, args json.RawMessage) (answer any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			answer = failure{Error: fmt.Sprintf("panic: %v", r)}
+			answer, err = nil, fmt.Errorf("panic: %v", r)
 		}
 	}()
-	var req request
-	if err := json.Unmarshal(line, &req); err != nil {
-		return failure{Error: fmt.Sprintf("the request is not JSON of the protocol: %v", err)}
-	}
-	pure := req.Op == "compile" || req.Op == "crdUpdate"
-	if cached, ok := s.answers[jsonKey(line)]; ok && pure {
-		return cached
-	}
-	var err error
-	defer func() {
-		if err == nil && pure {
-			s.answers[jsonKey(line)] = answer
-		}
-	}()
-	switch req.Op {
-	case "compile":
-		var args compileRequest
-		if err = json.Unmarshal(line, &args); err == nil {
-			answer, err = s.compile(&args)
-		}
-	case "crdUpdate":
-		var args crdUpdateRequest
-		if err = json.Unmarshal(line, &args); err == nil {
-			answer, err = s.crdUpdate(&args)
-		}
-	case "admit":
-		var args admitRequest
-		if err = json.Unmarshal(line, &args); err == nil {
-			answer, err = s.admit(&args)
-		}
-	default:
-		err = fmt.Errorf("unknown op %q: the ops are compile, crdUpdate, admit", req.Op)
-	}
-	if err != nil {
-		return failure{Error: fmt.Sprintf("%s: %v", req.Op, err)}
-	}
-	return answer
+	return o.serve(s, args)
+}
+
+// failed is the reply to a request that could not be served.
+func failed(why string) reply {
+	return reply{Error: &why}
 }

@@ -76,8 +76,8 @@ func setBindingDefaults(m *admissionregistrationv1.MatchResources) {
 // expressions.
 func (s *server) validator(raw json.RawMessage, policy *admissionregistrationv1.ValidatingAdmissionPolicy) validating.Validator {
 	key := "vap" + jsonKey(raw)
-	if cached, ok := s.policies[key]; ok {
-		return cached.(validating.Validator)
+	if cached, ok := s.validators[key]; ok {
+		return cached
 	}
 	hasParam := policy.Spec.ParamKind != nil
 	optionalVars := plugincel.OptionalVariableDeclarations{HasParams: hasParam, HasAuthorizer: true}
@@ -120,7 +120,7 @@ func (s *server) validator(raw json.RawMessage, policy *admissionregistrationv1.
 		failurePolicy,
 		nil,
 	)
-	s.policies[key] = v
+	s.validators[key] = v
 	return v
 }
 
@@ -128,8 +128,8 @@ func (s *server) validator(raw json.RawMessage, policy *admissionregistrationv1.
 // compilePolicy (not exported) does, step for step.
 func (s *server) mutator(raw json.RawMessage, policy *admissionregistrationv1.MutatingAdmissionPolicy) mutating.PolicyEvaluator {
 	key := "map" + jsonKey(raw)
-	if cached, ok := s.policies[key]; ok {
-		return cached.(mutating.PolicyEvaluator)
+	if cached, ok := s.mutators[key]; ok {
+		return cached
 	}
 	opts := plugincel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
 	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
@@ -170,7 +170,7 @@ func (s *server) mutator(raw json.RawMessage, policy *admissionregistrationv1.Mu
 		}
 	}
 	evaluator := mutating.PolicyEvaluator{Matcher: matcher, Mutators: patchers, CompositedCompiler: compiler}
-	s.policies[key] = evaluator
+	s.mutators[key] = evaluator
 	return evaluator
 }
 

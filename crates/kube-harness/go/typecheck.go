@@ -9,13 +9,17 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	generatedopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
@@ -25,13 +29,8 @@ import (
 
 // crdResolver resolves the schema of a custom resource kind as
 // resolver.ClientDiscoveryResolver does on a cluster, from the OpenAPI v3
-// schema the API server publishes for it. apiextensions-apiserver builds
-// that schema in controller/openapi/builder (buildKubeNative), a package
-// that needs k8s.io/streaming, which the admission code does not; its
-// steps are taken here with the same parts: the structural schema as kube
-// OpenAPI, metadata a reference to ObjectMeta, apiVersion and kind from
-// TypeMeta, all from apiextensions' generated OpenAPI definitions, and the
-// references populated as the resolver populates them.
+// schema the API server publishes for it (publishedSchema), its references
+// populated as the resolver populates them.
 type crdResolver struct {
 	schemas map[schema.GroupVersionKind]*spec.Schema
 }
@@ -51,6 +50,110 @@ var definitions = generatedopenapi.GetOpenAPIDefinitions(func(name string) spec.
 
 const refPrefix = "#/components/schemas/"
 
+// The descriptions the builder gives metadata, and apiVersion and kind of
+// an embedded resource (builder.go, swaggerPartialObjectMetadataDescriptions
+// and addEmbeddedProperties).
+var (
+	metadataDescription   = metav1beta1.PartialObjectMetadata{}.SwaggerDoc()["metadata"]
+	apiVersionDescription = "apiVersion defines the versioned schema of this representation of an object. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"
+	kindDescription       = "kind is a string value representing the type of this object. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
+)
+
+// publishedSchema is the OpenAPI v3 schema the API server publishes for one
+// version of a CRD, its references not populated yet. apiextensions-apiserver
+// builds it in controller/openapi/builder, a package that needs
+// k8s.io/streaming, which the admission code does not; these are its steps
+// for OpenAPI v3, with the same parts: generateBuilder's schema (the
+// version's structural schema, unfolded; none when it has invalid types or
+// is not structural) and buildKubeNative (an object without a schema;
+// otherwise metadata a reference to ObjectMeta, apiVersion and kind from
+// TypeMeta, the same for every embedded resource: addTypeMetaProperties,
+// addEmbeddedProperties), with the group-version-kind extension.
+func publishedSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*spec.Schema, error) {
+	var structural *structuralschema.Structural
+	validation, err := apihelpers.GetSchemaForVersion(crd, version)
+	if err != nil {
+		return nil, err
+	}
+	if validation != nil && validation.OpenAPIV3Schema != nil {
+		internal := &apiextensions.CustomResourceValidation{}
+		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(validation, internal, nil); err != nil {
+			return nil, fmt.Errorf("%s version %s: %w", crd.Name, version, err)
+		}
+		if !apiextensionsvalidation.SchemaHasInvalidTypes(internal.OpenAPIV3Schema) {
+			if s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema); err == nil && len(structuralschema.ValidateStructural(nil, s)) == 0 {
+				structural = s.Unfold()
+			}
+		}
+	}
+	var published *spec.Schema
+	if structural == nil {
+		published = &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}}}
+	} else {
+		published = structural.ToKubeOpenAPI()
+		published.SetProperty("metadata", *spec.RefSchema(refPrefix + common.EscapeJsonPointer(objectMetaType)).WithDescription(metadataDescription))
+		typeMeta := definitions[typeMetaType].Schema
+		published.SetProperty("apiVersion", typeMeta.Properties["apiVersion"])
+		published.SetProperty("kind", typeMeta.Properties["kind"])
+		addEmbeddedProperties(published)
+	}
+	published.AddExtension("x-kubernetes-group-version-kind", []any{
+		map[string]any{"group": crd.Spec.Group, "version": version, "kind": crd.Spec.Names.Kind},
+	})
+	return published, nil
+}
+
+// addEmbeddedProperties is the builder's: every x-kubernetes-embedded-resource
+// node gets apiVersion, kind and metadata, and requires kind and apiVersion.
+func addEmbeddedProperties(s *spec.Schema) {
+	if s == nil {
+		return
+	}
+	for k := range s.Properties {
+		v := s.Properties[k]
+		addEmbeddedProperties(&v)
+		s.Properties[k] = v
+	}
+	if s.Items != nil {
+		addEmbeddedProperties(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil {
+		addEmbeddedProperties(s.AdditionalProperties.Schema)
+	}
+	if embedded, ok := s.VendorExtensible.Extensions.GetBool("x-kubernetes-embedded-resource"); !ok || !embedded {
+		return
+	}
+	typeMeta := definitions[typeMetaType].Schema
+	apiVersion, kind := typeMeta.Properties["apiVersion"], typeMeta.Properties["kind"]
+	s.SetProperty("apiVersion", *apiVersion.WithDescription(apiVersionDescription))
+	s.SetProperty("kind", *kind.WithDescription(kindDescription))
+	s.SetProperty("metadata", *spec.RefSchema(refPrefix + common.EscapeJsonPointer(objectMetaType)).WithDescription(metadataDescription))
+	required := sets.NewString(s.Required...)
+	if !required.Has("kind") {
+		s.Required = append(s.Required, "kind")
+	}
+	if !required.Has("apiVersion") {
+		s.Required = append(s.Required, "apiVersion")
+	}
+}
+
+// populate is a published schema with its references replaced by the
+// definitions they name, as the discovery resolver reads it
+// (resolver.PopulateRefs).
+func populate(published *spec.Schema) (*spec.Schema, error) {
+	const root = refPrefix + "root"
+	return resolver.PopulateRefs(func(ref string) (*spec.Schema, bool) {
+		if ref == root {
+			return published, true
+		}
+		d, ok := definitions[unescapeJSONPointer(strings.TrimPrefix(ref, refPrefix))]
+		if !ok {
+			return nil, false
+		}
+		return &d.Schema, true
+	}, root)
+}
+
 func newCRDResolver(crds []json.RawMessage) (*crdResolver, *meta.DefaultRESTMapper, error) {
 	r := &crdResolver{schemas: map[schema.GroupVersionKind]*spec.Schema{}}
 	mapper := meta.NewDefaultRESTMapper(nil)
@@ -62,13 +165,6 @@ func newCRDResolver(crds []json.RawMessage) (*crdResolver, *meta.DefaultRESTMapp
 	mapper.AddSpecific(rbacv1.SchemeGroupVersion.WithKind("ClusterRole"),
 		rbacv1.SchemeGroupVersion.WithResource("clusterroles"),
 		rbacv1.SchemeGroupVersion.WithResource("clusterrole"), meta.RESTScopeRoot)
-	schemaOf := func(ref string) (*spec.Schema, bool) {
-		d, ok := definitions[unescapeJSONPointer(strings.TrimPrefix(ref, refPrefix))]
-		if !ok {
-			return nil, false
-		}
-		return &d.Schema, true
-	}
 	for _, raw := range crds {
 		crd, err := readCRD(raw)
 		if err != nil {
@@ -78,33 +174,19 @@ func newCRDResolver(crds []json.RawMessage) (*crdResolver, *meta.DefaultRESTMapp
 		if crd.Spec.Scope == "Namespaced" {
 			scope = meta.RESTScopeNamespace
 		}
+		// Discovery publishes the served versions.
 		for _, v := range crd.Spec.Versions {
-			if !v.Served || v.Schema == nil {
+			if !v.Served {
 				continue
 			}
 			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
 			mapper.AddSpecific(gvk, gvk.GroupVersion().WithResource(crd.Spec.Names.Plural),
 				gvk.GroupVersion().WithResource(crd.Spec.Names.Singular), scope)
-			internal := &apiextensions.CustomResourceValidation{}
-			if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v.Schema, internal, nil); err != nil {
+			published, err := publishedSchema(crd, v.Name)
+			if err != nil {
 				return nil, nil, err
 			}
-			structural, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
-			}
-			published := structural.ToKubeOpenAPI()
-			published.SetProperty("metadata", *spec.RefSchema(refPrefix + common.EscapeJsonPointer(objectMetaType)))
-			typeMeta := definitions[typeMetaType].Schema
-			published.SetProperty("apiVersion", typeMeta.Properties["apiVersion"])
-			published.SetProperty("kind", typeMeta.Properties["kind"])
-			definitionsWith := func(ref string) (*spec.Schema, bool) {
-				if ref == refPrefix+"root" {
-					return published, true
-				}
-				return schemaOf(ref)
-			}
-			populated, err := resolver.PopulateRefs(definitionsWith, refPrefix+"root")
+			populated, err := populate(published)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
 			}
@@ -146,7 +228,13 @@ func (s *server) typeCheck(policy *admissionregistrationv1.ValidatingAdmissionPo
 	r, mapper := cached.resolver, cached.mapper
 	checker := &validating.TypeChecker{SchemaResolver: r, RestMapper: mapper}
 	checked := []string{}
-	for _, rule := range policy.Spec.MatchConstraints.ResourceRules {
+	var rules []admissionregistrationv1.NamedRuleWithOperations
+	// A policy without match constraints, which validation refuses, has no
+	// kind to check.
+	if policy.Spec.MatchConstraints != nil {
+		rules = policy.Spec.MatchConstraints.ResourceRules
+	}
+	for _, rule := range rules {
 		for _, group := range rule.APIGroups {
 			for _, version := range rule.APIVersions {
 				for _, resource := range rule.Resources {

@@ -11,9 +11,9 @@
 //! process, with `scripts/build-kube-harness.sh`, a cache hit after `make test`'s build
 //! step), starts it, and speaks its JSON Lines protocol.
 //!
-//! The tests use it as the proof of the native policies: the answers of
-//! `olm_guard_native`'s own evaluator (which the CLI uses) are held to the
-//! real code's, never the other way round.
+//! The tests use it as the proof of the native policies: Kubernetes' own
+//! code decides every native scenario; olm-guard has no evaluator of its
+//! own for them.
 //!
 //! ```no_run
 //! use olm_guard_kube_harness::{COMPATIBILITY_VERSIONS, KubeHarness};
@@ -34,16 +34,23 @@
 //! # Ok::<(), olm_guard_kube_harness::HarnessError>(())
 //! ```
 
+pub mod authorizer;
 pub mod cluster;
+pub mod protocol;
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
+
+pub use protocol::{
+    Admit, Admitted, AuthorizerAnswer, Compiled, CrdUpdate, ExpressionWarning, PROTOCOL_VERSION,
+    Status,
+};
+use protocol::{Compile, CrdUpdateRequest, Hello, HelloAnswer, Reply, Request};
 
 /// The Kubernetes minor versions whose CEL environments the generated
 /// policies must compile in: ValidatingAdmissionPolicy is GA from 1.30.
@@ -66,7 +73,7 @@ pub enum HarnessError {
     /// `scripts/build-kube-harness.sh` failed (gofmt or `go build`).
     #[error(
         "scripts/build-kube-harness.sh failed (without network, point GOPROXY at a module \
-         mirror, as .ci/run does with ../shared/goproxy):\n{0}"
+         mirror: GOPROXY=file:///path/to/mirror GOSUMDB=off):\n{0}"
     )]
     Build(String),
     /// The built program could not be started or stopped answering.
@@ -80,6 +87,19 @@ pub enum HarnessError {
     /// An answer that is not the protocol's.
     #[error("the Kubernetes harness answered what is not its protocol: {0}")]
     Protocol(String),
+    /// The program speaks another version of the protocol (built from
+    /// other sources than this client's).
+    #[error(
+        "the Kubernetes harness {program} speaks {found}, and this client speaks protocol \
+         {PROTOCOL_VERSION}: rebuild it from this checkout with scripts/build-kube-harness.sh"
+    )]
+    Version {
+        /// The program started.
+        program: String,
+        /// What it answered to `hello`: `protocol N`, or its words when it
+        /// did not understand the question (a program older than `hello`).
+        found: String,
+    },
     /// The harness could not serve the request (its `{"error": ...}`).
     #[error("the Kubernetes harness could not serve the request: {0}")]
     Refused(String),
@@ -163,10 +183,15 @@ pub fn build() -> Result<PathBuf, HarnessError> {
 }
 
 impl KubeHarness {
-    /// Builds (if needed) and starts the harness.
+    /// Builds (if needed) and starts the harness, and checks that it speaks
+    /// this client's protocol ([`PROTOCOL_VERSION`]).
     pub fn start() -> Result<KubeHarness, HarnessError> {
-        let binary = build()?.join("kube-harness");
-        let mut child = Command::new(&binary)
+        KubeHarness::start_program(&build()?.join("kube-harness"))
+    }
+
+    /// Starts `program` and asks it for its protocol version.
+    fn start_program(program: &Path) -> Result<KubeHarness, HarnessError> {
+        let mut child = Command::new(program)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -183,17 +208,33 @@ impl KubeHarness {
             .stdout
             .take()
             .ok_or_else(|| HarnessError::Protocol("the harness's stdout is not a pipe".into()))?;
-        Ok(KubeHarness {
+        let mut harness = KubeHarness {
             child,
             stdin,
             stdout: BufReader::new(stdout),
-        })
+        };
+        let version = |found: String| HarnessError::Version {
+            program: program.display().to_string(),
+            found,
+        };
+        match harness.ask::<_, HelloAnswer>("hello", &Hello {}) {
+            Ok(HelloAnswer { protocol }) if protocol == PROTOCOL_VERSION => Ok(harness),
+            Ok(HelloAnswer { protocol }) => Err(version(format!("protocol {protocol}"))),
+            Err(HarnessError::Protocol(answer) | HarnessError::Refused(answer)) => Err(version(
+                format!("a protocol older than hello (it answered: {answer})"),
+            )),
+            Err(other) => Err(other),
+        }
     }
 
-    /// One request, one answer.
-    fn ask<T: for<'de> Deserialize<'de>>(&mut self, request: &Value) -> Result<T, HarnessError> {
-        let mut line =
-            serde_json::to_string(request).map_err(|e| HarnessError::Protocol(e.to_string()))?;
+    /// One request, one answer, each read as the protocol's (`protocol`).
+    fn ask<A: Serialize, T: for<'de> Deserialize<'de>>(
+        &mut self,
+        op: &'static str,
+        args: &A,
+    ) -> Result<T, HarnessError> {
+        let mut line = serde_json::to_string(&Request { op, args })
+            .map_err(|e| HarnessError::Protocol(e.to_string()))?;
         line.push('\n');
         self.stdin
             .write_all(line.as_bytes())
@@ -216,12 +257,22 @@ impl KubeHarness {
                 error: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
             });
         }
-        let value: Value = serde_json::from_str(&answer)
-            .map_err(|e| HarnessError::Protocol(format!("{e}: {answer}")))?;
-        if let Some(error) = value.get("error").and_then(Value::as_str) {
-            return Err(HarnessError::Refused(error.to_string()));
+        let reply: Reply<T> = serde_json::from_str(&answer)
+            .map_err(|e| HarnessError::Protocol(format!("{op}: {e}: {}", answer.trim_end())))?;
+        match reply {
+            Reply {
+                answer: Some(answer),
+                error: None,
+            } => Ok(answer),
+            Reply {
+                answer: None,
+                error: Some(error),
+            } => Err(HarnessError::Refused(error)),
+            _ => Err(HarnessError::Protocol(format!(
+                "{op}: a reply with both or neither of answer and error: {}",
+                answer.trim_end()
+            ))),
         }
-        serde_json::from_value(value).map_err(|e| HarnessError::Protocol(format!("{e}: {answer}")))
     }
 
     /// `policy` (a ValidatingAdmissionPolicy or MutatingAdmissionPolicy)
@@ -234,7 +285,14 @@ impl KubeHarness {
         versions: &[&str],
         crds: &[Value],
     ) -> Result<Compiled, HarnessError> {
-        self.ask(&json!({"op": "compile", "policy": policy, "versions": versions, "crds": crds}))
+        self.ask(
+            "compile",
+            &Compile {
+                policy,
+                versions,
+                crds,
+            },
+        )
     }
 
     /// Whether the API server accepts `new` as an update of the CRD `old`,
@@ -245,161 +303,83 @@ impl KubeHarness {
         new: &Value,
         versions: &[&str],
     ) -> Result<CrdUpdate, HarnessError> {
-        self.ask(&json!({"op": "crdUpdate", "old": old, "new": new, "versions": versions}))
+        self.ask("crdUpdate", &CrdUpdateRequest { old, new, versions })
     }
 
     /// One write through the API server's admission path.
     pub fn admit(&mut self, admit: &Admit) -> Result<Admitted, HarnessError> {
-        let mut request =
-            serde_json::to_value(admit).map_err(|e| HarnessError::Protocol(e.to_string()))?;
-        request["op"] = json!("admit");
-        self.ask(&request)
+        self.ask("admit", admit)
     }
 }
 
-/// What compiling a policy said.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Compiled {
-    /// Per compatibility version, the field errors that refuse the policy.
-    pub errors: BTreeMap<String, Vec<String>>,
-    /// The type checker's warnings (`status.typeChecking`).
-    #[serde(default)]
-    pub type_checking: Vec<ExpressionWarning>,
-    /// The matched kinds the type checker had a schema for.
-    #[serde(default)]
-    pub type_checked_kinds: Option<Vec<String>>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
 
-/// One `status.typeChecking.expressionWarnings` entry.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct ExpressionWarning {
-    /// The expression's field (`spec.validations[0].expression`).
-    pub field_ref: String,
-    /// What the checker found.
-    pub warning: String,
-}
+    /// A stand-in for the program that answers `hello` with `reply`: what
+    /// a program built from other sources than this client's would say.
+    fn program_answering(reply: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kube-harness");
+        std::fs::write(&path, format!("#!/bin/sh\nread line\necho '{reply}'\n")).unwrap();
+        let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&path, permissions).unwrap();
+        (dir, path)
+    }
 
-/// What validating a CRD update said.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CrdUpdate {
-    /// `ValidateCustomResourceDefinitionUpdate`'s errors.
-    pub errors: Vec<String>,
-    /// Per compatibility version, the rules that do not compile.
-    pub rule_errors: BTreeMap<String, Vec<String>>,
-    /// How many rules the new CRD has.
-    pub rules: usize,
-}
+    #[test]
+    fn a_program_of_another_protocol_version_is_refused_at_start() {
+        for (reply, found) in [
+            (
+                r#"{"answer":{"protocol":1},"error":null}"#,
+                "speaks protocol 1,",
+            ),
+            // What the program answered before it had `hello` (protocol 1).
+            (
+                r#"{"error":"unknown op \"hello\": the ops are compile, crdUpdate, admit"}"#,
+                "a protocol older than hello",
+            ),
+        ] {
+            let (_dir, program) = program_answering(reply);
+            let error = KubeHarness::start_program(&program)
+                .err()
+                .expect("another version is refused");
+            let text = error.to_string();
+            assert!(matches!(error, HarnessError::Version { .. }), "{text}");
+            assert!(text.contains(found), "{text}");
+            assert!(
+                text.contains(&format!("this client speaks protocol {PROTOCOL_VERSION}")),
+                "{text}"
+            );
+            assert!(text.contains("scripts/build-kube-harness.sh"), "{text}");
+        }
+    }
 
-/// One write: the request and the cluster it meets.
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Admit {
-    /// The AdmissionRequest (its object and oldObject as sent and stored).
-    pub request: Value,
-    /// The CRDs served (the request's kind, params).
-    pub crds: Vec<Value>,
-    /// ValidatingAdmissionPolicies.
-    pub validating_policies: Vec<Value>,
-    /// Their bindings.
-    pub validating_bindings: Vec<Value>,
-    /// MutatingAdmissionPolicies.
-    pub mutating_policies: Vec<Value>,
-    /// Their bindings.
-    pub mutating_bindings: Vec<Value>,
-    /// The cluster's objects (params, namespaces).
-    pub objects: Vec<Value>,
-    /// The authorizer's answers; a check not among them fails the case.
-    pub authorizer: Vec<AuthorizerAnswer>,
-}
-
-/// One authorizer answer.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "camelCase")]
-pub struct AuthorizerAnswer {
-    /// The user asked about.
-    pub user: String,
-    /// Its groups.
-    pub groups: Vec<String>,
-    /// The verb.
-    pub verb: String,
-    /// The namespace (resource checks).
-    pub namespace: String,
-    /// The API group (resource checks).
-    pub api_group: String,
-    /// The resource.
-    pub resource: String,
-    /// The subresource.
-    pub subresource: String,
-    /// The object's name.
-    pub name: String,
-    /// The non-resource URL (non-resource checks).
-    pub path: String,
-    /// The answer.
-    pub allowed: bool,
-    /// An authorizer that could not answer: its error.
-    pub error: String,
-}
-
-/// A status the API server answers with.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-pub struct Status {
-    /// The message.
-    pub message: String,
-    /// The reason (`Forbidden`, `Invalid`).
-    pub reason: String,
-    /// The HTTP code.
-    pub code: i32,
-}
-
-/// How the write went.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Admitted {
-    /// Refused before admission (an undecodable body), why.
-    #[serde(default)]
-    pub refused: Option<String>,
-    /// Fields the decoder pruned.
-    #[serde(default)]
-    pub unknown_fields: Vec<String>,
-    /// The object as admission saw it (after the mutating policies).
-    #[serde(default)]
-    pub object: Value,
-    /// The stored object as admission saw it.
-    #[serde(default)]
-    pub old_object: Value,
-    /// Whether a mutating policy changed the object.
-    #[serde(default)]
-    pub mutated: bool,
-    /// The mutated object as its CRD would store it.
-    #[serde(default)]
-    pub pruned_object: Option<Value>,
-    /// A mutating policy's failure.
-    #[serde(default)]
-    pub mutation_error: Option<Status>,
-    /// The schema's refusal (OpenAPI schema, x-kubernetes-validations).
-    #[serde(default)]
-    pub schema_error: Option<Status>,
-    /// The validating policies admitted it.
-    #[serde(default)]
-    pub allowed: bool,
-    /// Their denial.
-    #[serde(default)]
-    pub status: Option<Status>,
-    /// The warnings of the mutating policies and the schema (a CRD rule
-    /// ratcheted on an UPDATE that leaves a failing value as stored).
-    #[serde(default)]
-    pub schema_warnings: Vec<String>,
-    /// The validating policies' warnings (a client reads the schema's,
-    /// then these).
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    /// Audit annotations.
-    #[serde(default)]
-    pub audit_annotations: BTreeMap<String, String>,
-    /// Authorizer checks the table did not answer.
-    #[serde(default)]
-    pub unasked: Vec<String>,
+    #[test]
+    fn the_program_refuses_a_field_it_does_not_know_or_misses_one_naming_it() {
+        let mut kube = KubeHarness::start().unwrap_or_else(|e| panic!("{e}"));
+        let refusal =
+            |kube: &mut KubeHarness, args: Value| match kube.ask::<_, Value>("crdUpdate", &args) {
+                Err(HarnessError::Refused(why)) => why,
+                other => panic!("{args}: refused expected, got {other:?}"),
+            };
+        let why = refusal(
+            &mut kube,
+            json!({"old": {}, "new": {}, "versions": [], "oldd": {}}),
+        );
+        assert!(why.contains("unknown field oldd"), "{why}");
+        let why = refusal(&mut kube, json!({"old": {}, "new": {}}));
+        assert!(why.contains("missing field versions"), "{why}");
+        // The harness goes on serving after a refusal.
+        kube.compile(
+            &json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "b"},
+                "spec": {"policyName": "p", "validationActions": ["Deny"]}}),
+            &["1.36"],
+            &[],
+        )
+        .unwrap();
+    }
 }

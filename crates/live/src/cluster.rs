@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authorization::v1 as authorization;
-use kube::api::{Api, DynamicObject, PostParams, ResourceExt};
+use kube::api::{Api, DynamicObject, PostParams};
 use olm_guard_core::protocol::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
     SubjectAccessReviewStatus,
@@ -107,6 +107,10 @@ impl<T: Clone> Timed<T> {
 pub struct LiveCluster {
     live: Arc<Live>,
     fallback: Option<Snapshot>,
+    /// Every list read, as the server sent its items, by resource and
+    /// selection (a reflector's store).
+    stores: Once<Result<Arc<Vec<Value>>, ContextError>>,
+    /// Every list answer served, by request (masks included).
     lists: Once<Answer>,
     gets: Timed<Answer>,
     reviews: Timed<Result<SubjectAccessReviewStatus, ContextError>>,
@@ -133,6 +137,7 @@ impl LiveCluster {
         LiveCluster {
             live,
             fallback,
+            stores: Once::default(),
             lists: Once::default(),
             gets: Timed::default(),
             reviews: Timed::default(),
@@ -148,6 +153,16 @@ impl LiveCluster {
             by_server: self.by_server.load(Ordering::Relaxed),
             by_snapshot: self.by_snapshot.load(Ordering::Relaxed),
         }
+    }
+
+    /// Takes `items`, every object of `resource` as the server listed them
+    /// moments ago (an audit's own read), as the store of its unselected
+    /// list, so that the modules' lookups of it are answered without
+    /// listing it again, as a synced reflector answers.
+    pub fn seed(&self, resource: &Resource, items: Vec<Value>) {
+        let key = store_key(resource, &Selection::default());
+        // A store read already is kept: both are the server's.
+        let _kept = self.stores.get_or_init(key, || Ok(Arc::new(items)));
     }
 
     /// Counts one lookup answered by the server (`true`) or the snapshot.
@@ -226,20 +241,23 @@ impl LiveCluster {
         &self,
         resource: &Resource,
         api_version: &str,
-        selection: &Selection<'_>,
+        selection: &Selection,
         masks: &[String],
         capability: Capability,
     ) -> Answer {
         let target = format!("{api_version}/{}", resource.kind);
         let items = self
-            .live
-            .list_selected(resource, selection, DEFAULT_PAGE_SIZE, &mut |_| {})
-            .map_err(|e| self.failed(e, capability, &target))?;
+            .stores
+            .get_or_init(store_key(resource, selection), || {
+                self.live
+                    .list_selected(resource, selection, DEFAULT_PAGE_SIZE, &mut |_| {})
+                    .map(Arc::new)
+                    .map_err(|e| self.failed(e, capability, &target))
+            })?;
         let items: Vec<Value> = items
-            .into_iter()
+            .iter()
             .map(|object| served_object(object, masks))
-            .collect::<Result<_, _>>()
-            .map_err(|e| encode_error(e, capability, &target))?;
+            .collect();
         let list = json!({
             "apiVersion": api_version,
             "kind": format!("{}List", resource.kind),
@@ -286,7 +304,8 @@ impl LiveCluster {
             .on(Capability::Get, target));
         };
         let masks = r.field_masks.as_deref().unwrap_or(&[]);
-        served_object(object, masks)
+        serde_json::to_value(object)
+            .map(|object| served_object(&object, masks))
             .and_then(|object| serde_json::to_vec(&object))
             .map_err(|e| encode_error(e, Capability::Get, &target))
     }
@@ -340,16 +359,31 @@ impl LiveCluster {
     }
 }
 
-/// An object as policy-server serves it: `managedFields` emptied, the
-/// field masks applied.
-fn served_object(mut object: DynamicObject, masks: &[String]) -> Result<Value, serde_json::Error> {
-    object.managed_fields_mut().clear();
-    let value = serde_json::to_value(object)?;
-    Ok(if masks.is_empty() {
-        value
+/// An object as policy-server serves it: `managedFields` emptied (its
+/// reflector's `managed_fields_mut().clear()`, which kube-rs then writes as
+/// `[]`), the field masks applied.
+fn served_object(object: &Value, masks: &[String]) -> Value {
+    let mut object = if masks.is_empty() {
+        object.clone()
     } else {
-        olm_guard_snapshot::mask(&value, masks)
-    })
+        olm_guard_snapshot::mask(object, masks)
+    };
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("managedFields".into(), Value::Array(Vec::new()));
+    }
+    object
+}
+
+/// The store key of a list: the resource and the selection.
+fn store_key(resource: &Resource, selection: &Selection) -> String {
+    format!(
+        "{}|{}|{:?}|{:?}|{:?}",
+        resource.api_version,
+        resource.kind,
+        selection.namespace,
+        selection.label_selector,
+        selection.field_selector
+    )
 }
 
 fn encode_error(e: serde_json::Error, capability: Capability, target: &str) -> ContextError {
@@ -377,8 +411,8 @@ impl Cluster for LiveCluster {
         self.lists.get_or_init(format!("all {}", key(r)), || {
             let selection = Selection {
                 namespace: None,
-                label_selector: r.label_selector.as_deref(),
-                field_selector: r.field_selector.as_deref(),
+                label_selector: r.label_selector.clone(),
+                field_selector: r.field_selector.clone(),
             };
             let masks = r.field_masks.as_deref().unwrap_or(&[]);
             self.list(&resource, &r.api_version, &selection, masks, capability)
@@ -413,9 +447,9 @@ impl Cluster for LiveCluster {
         }
         self.lists.get_or_init(format!("namespace {}", key(r)), || {
             let selection = Selection {
-                namespace: Some(&r.namespace),
-                label_selector: r.label_selector.as_deref(),
-                field_selector: r.field_selector.as_deref(),
+                namespace: Some(r.namespace.clone()),
+                label_selector: r.label_selector.clone(),
+                field_selector: r.field_selector.clone(),
             };
             let masks = r.field_masks.as_deref().unwrap_or(&[]);
             self.list(&resource, &r.api_version, &selection, masks, capability)

@@ -202,6 +202,13 @@ fn unreachable(
             "TLS failed ({cause}): the server's certificate is not trusted by the kubeconfig's \
              certificate-authority, or it expired, or it names another host"
         )
+    } else if cause.contains("close_notify")
+        || matches!(
+            io_kind,
+            Some(std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::UnexpectedEof)
+        )
+    {
+        "the server closed the connection in the middle of the answer (did it stop?)".into()
     } else if cause.starts_with("received fatal alert") {
         format!(
             "TLS failed ({cause}): the server refused the handshake, likely the kubeconfig's client \

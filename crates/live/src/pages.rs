@@ -1,7 +1,9 @@
 //! Lists read page by page (`limit` and `continue`), as kubectl reads them:
-//! one consistent list of any size, at most one page in flight.
+//! one consistent list of any size, at most one page in flight. Each page is
+//! read as JSON, as the server sends it: the items are what the server
+//! stored, with nothing typed away.
 
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::ListParams;
 use serde_json::Value;
 
 use crate::connect::Live;
@@ -24,11 +26,29 @@ pub struct Listed {
 }
 
 /// Which objects of a kind a list asks for.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Selection<'a> {
-    pub namespace: Option<&'a str>,
-    pub label_selector: Option<&'a str>,
-    pub field_selector: Option<&'a str>,
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Selection {
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+}
+
+impl Resource {
+    /// The collection's path: `/api/v1[/namespaces/NS]/plural` or
+    /// `/apis/group/version[/namespaces/NS]/plural`.
+    fn collection(&self, namespace: Option<&str>) -> String {
+        let root = if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        };
+        match namespace {
+            Some(namespace) if self.namespaced => {
+                format!("{root}/namespaces/{namespace}/{}", self.plural)
+            }
+            _ => format!("{root}/{}", self.plural),
+        }
+    }
 }
 
 impl Live {
@@ -42,47 +62,46 @@ impl Live {
         page_size: u32,
         progress: &mut dyn FnMut(usize),
     ) -> Result<Listed, LiveError> {
-        let items = self.list_selected(resource, &Selection::default(), page_size, progress)?;
-        let objects = items
-            .into_iter()
-            .map(|mut item| {
-                if item.types.is_none() {
-                    item.types = Some(kube::api::TypeMeta {
-                        api_version: resource.api_version.clone(),
-                        kind: resource.kind.clone(),
-                    });
-                }
-                serde_json::to_value(item).map_err(|e| LiveError::Client {
-                    server: self.server().to_string(),
-                    what: format!("listing {}", resource.qualified()),
-                    reason: e.to_string(),
-                })
-            })
-            .collect::<Result<Vec<Value>, LiveError>>()?;
+        let mut objects =
+            self.list_selected(resource, &Selection::default(), page_size, progress)?;
+        for object in &mut objects {
+            if let Some(map) = object.as_object_mut() {
+                map.entry("apiVersion")
+                    .or_insert_with(|| Value::String(resource.api_version.clone()));
+                map.entry("kind")
+                    .or_insert_with(|| Value::String(resource.kind.clone()));
+            }
+        }
         Ok(Listed {
             resource: resource.clone(),
             objects,
         })
     }
 
-    /// The objects of `resource` that `selection` chooses, page by page.
+    /// The objects of `resource` that `selection` chooses, page by page,
+    /// as the server sent them.
     pub(crate) fn list_selected(
         &self,
         resource: &Resource,
-        selection: &Selection<'_>,
+        selection: &Selection,
         page_size: u32,
         progress: &mut dyn FnMut(usize),
-    ) -> Result<Vec<DynamicObject>, LiveError> {
-        let api_resource = resource.api_resource();
-        let api: Api<DynamicObject> = match selection.namespace {
-            Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &api_resource),
-            None => Api::all_with(self.client.clone(), &api_resource),
-        };
+    ) -> Result<Vec<Value>, LiveError> {
+        let collection =
+            kube::core::Request::new(resource.collection(selection.namespace.as_deref()));
         let mut params = ListParams::default().limit(page_size.max(1));
-        if let Some(labels) = selection.label_selector.filter(|s| !s.is_empty()) {
+        if let Some(labels) = selection
+            .label_selector
+            .as_deref()
+            .filter(|s| !s.is_empty())
+        {
             params = params.labels(labels);
         }
-        if let Some(fields) = selection.field_selector.filter(|s| !s.is_empty()) {
+        if let Some(fields) = selection
+            .field_selector
+            .as_deref()
+            .filter(|s| !s.is_empty())
+        {
             params = params.fields(fields);
         }
         let mut items = Vec::new();
@@ -97,11 +116,23 @@ impl Live {
                     items.len()
                 )
             };
-            let list = self.call(&what, api.list(&params))?;
-            items.extend(list.items);
+            let request = collection.list(&params).map_err(|e| LiveError::Client {
+                server: self.server().to_string(),
+                what: what.clone(),
+                reason: e.to_string(),
+            })?;
+            let client = self.client.clone();
+            let mut list: Value = self.call(&what, async move { client.request(request).await })?;
+            if let Some(page_items) = list.get_mut("items").and_then(Value::as_array_mut) {
+                items.append(page_items);
+            }
             progress(items.len());
-            match list.metadata.continue_.filter(|token| !token.is_empty()) {
-                Some(token) => params = params.continue_token(&token),
+            let token = list
+                .pointer("/metadata/continue")
+                .and_then(Value::as_str)
+                .filter(|token| !token.is_empty());
+            match token {
+                Some(token) => params = params.continue_token(token),
                 None => return Ok(items),
             }
             page += 1;

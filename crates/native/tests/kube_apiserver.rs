@@ -21,71 +21,15 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
 use olm_guard_kube_harness::{COMPATIBILITY_VERSIONS, Compiled, KubeHarness};
+use olm_guard_native::crd;
 use olm_guard_native::model::MutatingApiVersion;
-use olm_guard_native::{Native, crd};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn yaml_documents(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|d| {
-            serde::Deserialize::deserialize(d)
-                .unwrap_or_else(|e| panic!("{}: not YAML: {e}", path.display()))
-        })
-        .filter(|v: &Value| !v.is_null())
-        .collect()
-}
-
-/// The CRDs of the kinds the policies match, as a cluster serves them:
-/// oria's from `testdata/upstream/crds/`, and the ClusterObjectSet and
-/// CatalogSource CRDs as `native`'s patches leave the shipped copies.
-fn crds_for(native: Option<&Native>) -> Vec<Value> {
-    // catalog-union's union settings are for the CRD with the union members.
-    let union = native.is_some_and(|n| {
-        n.rule == "catalog-union"
-            && n.policies.iter().any(|b| {
-                serde_json::to_string(&b.policy)
-                    .unwrap()
-                    .contains("catalogImageSource")
-            })
-    });
-    let mut crds = Vec::new();
-    for name in [
-        "clusterobjectsets.olm.operatorframework.io",
-        "catalogsources.operators.coreos.com",
-    ] {
-        let mut found = crd::find(name, None).unwrap();
-        if union && name.starts_with("catalogsources") {
-            found = crd::with_union_members(&found).unwrap();
-        }
-        let mut document = found.document;
-        for patch in native
-            .into_iter()
-            .flat_map(|n| &n.schema_patches)
-            .filter(|p| p.crd == name)
-        {
-            common::apply_patch(&mut document, &patch.patch, &patch.file);
-        }
-        crds.push(document);
-    }
-    for file in [
-        "operators.io.operator-framework_scopetemplates.yaml",
-        "operators.io.operator-framework_scopeinstances.yaml",
-    ] {
-        crds.extend(yaml_documents(
-            &root().join("testdata/upstream/crds").join(file),
-        ));
-    }
-    crds
-}
+use common::{crds_for, root, yaml_documents};
 
 /// One object to compile: what to call it, the object, the CRDs of the
 /// cluster it is applied to, the Kubernetes versions that serve it.
@@ -132,11 +76,7 @@ impl Tally {
                 for v in spec["validations"].as_array().into_iter().flatten() {
                     self.expressions += 1 + usize::from(v.get("messageExpression").is_some());
                 }
-                if compiled
-                    .type_checked_kinds
-                    .as_ref()
-                    .is_some_and(|k| !k.is_empty())
-                {
+                if !compiled.type_checked_kinds.is_empty() {
                     self.type_checked += 1;
                 }
             }

@@ -1,52 +1,48 @@
 //! The largest inputs each native policy decides within the API server's
-//! CEL cost limits (1,000,000 per expression, 10,000,000 per evaluation,
-//! the authorizer's check at 350,000 from Kubernetes 1.32), measured with
-//! the cost the API server charges (`olm_guard_native::interpreter`), and
-//! what happens above them: a denial that says the object is too large for
-//! the native policy and to run the module, never an out-of-budget error
-//! and never a verdict about the object. docs/native.md states the limits;
-//! every real object of `testdata/` stays far below them.
+//! CEL cost limits, and what happens above them, asked of Kubernetes' own
+//! admission code (`olm_guard_kube_harness`: the validating policy
+//! dispatcher of k8s.io/apiserver v0.36, which charges every expression
+//! its actual cost and fails a policy that runs out): an input at a stated
+//! limit is decided (admitted, where nothing else is wrong with it), and a
+//! larger one is denied with a message that says the object is too large
+//! for the native policy and to run the module, never with an
+//! out-of-budget error and never with a verdict about the object.
+//!
+//! Kubernetes 1.36's cost rules are the strictest of the supported
+//! versions: an authorizer check costs 350,000 from 1.32
+//! (`StrictCostEnforcementForVAP`, locked on) and 1 on 1.30-1.31 with the
+//! gate off (`olm_guard_native::budget`), so what 1.36 decides, every
+//! version decides. docs/native.md states the limits; every real object of
+//! `testdata/` stays far below them.
 
-use std::path::Path;
-use std::sync::Arc;
+mod common;
 
 use serde_json::{Value, json};
 
-use olm_guard_core::UserInfo;
-use olm_guard_core::protocol::ResourceAttributes;
-use olm_guard_native::admission::{EvaluationReport, NoParams, Outcome, Policies};
-use olm_guard_native::authorizer::{Authorize, AuthorizerError};
-use olm_guard_native::cost::PER_CALL_LIMIT;
+use olm_guard_kube_harness::{Admitted, AuthorizerAnswer, KubeHarness};
+use olm_guard_native::budget::{AUTHZ_CHECK_COST, PER_CALL_LIMIT, RUNTIME_BUDGET, checks_written};
+use olm_guard_native::model::BoundPolicy;
 use olm_guard_native::policies::{aggregation_escalation, catalog_union, scope_rbac};
-use olm_guard_native::{KubernetesVersion, Options, generate};
+use olm_guard_native::{Native, generate};
+
+use common::{admitted, every_native_form, root};
 
 /// A requester who holds every ordinary permission but no escalation:
-/// not `escalate`, not `update` (of the aggregated roles), not `*`.
-struct Ordinary;
-
-impl Authorize for Ordinary {
-    fn resource(&self, _: &UserInfo, a: &ResourceAttributes) -> Result<bool, AuthorizerError> {
-        Ok(!matches!(a.verb.as_str(), "escalate" | "update" | "*"))
-    }
-
-    fn non_resource(&self, _: &UserInfo, _: &str, _: &str) -> Result<bool, AuthorizerError> {
-        Ok(false)
-    }
-}
-
-/// The versions whose cost rules differ: the authorizer's check charged
-/// (1.32+) or not (1.30-1.31).
-fn versions() -> [Options; 2] {
-    [
-        Options::default(),
-        Options::version(KubernetesVersion::new(31)),
-    ]
+/// not `escalate`, not `update` (of the aggregated roles), not `*`, and no
+/// non-resource URL.
+fn ordinary(check: &AuthorizerAnswer) -> Result<bool, String> {
+    Ok(check.path.is_empty() && !matches!(check.verb.as_str(), "escalate" | "update" | "*"))
 }
 
 fn request(kind: (&str, &str, &str, &str), operation: &str, object: Value, old: Value) -> Value {
     let (group, version, name, resource) = kind;
     let kind = json!({"group": group, "version": version, "kind": name});
-    json!({"uid": "1", "kind": kind, "requestKind": kind, "name": "x", "namespace": "",
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .cloned()
+        .unwrap_or(json!(""));
+    json!({"uid": "1", "kind": kind, "requestKind": kind, "name": object["metadata"]["name"],
+           "namespace": namespace,
            "resource": {"group": group, "version": version, "resource": resource},
            "operation": operation,
            "userInfo": {"username": "dev", "groups": ["system:authenticated"]},
@@ -60,43 +56,40 @@ const CLUSTER_ROLE: (&str, &str, &str, &str) = (
     "clusterroles",
 );
 
-/// Every evaluation's report; fails on an out-of-budget stop or an
-/// expression over its limit, which on a cluster is an error, not a
-/// decision.
-fn decided(policies: &Policies, request: &Value, options: Options) -> (Outcome, u64) {
-    let report = policies.evaluate_detailed(request, Arc::new(Ordinary), &NoParams, options);
-    let evaluations: Vec<&EvaluationReport> = report
-        .policies
-        .iter()
-        .flat_map(|p| &p.evaluations)
-        .collect();
-    let mut most = 0;
-    for evaluation in evaluations {
-        assert!(
-            evaluation.out_of_budget.is_none(),
-            "out of budget: {:?}",
-            evaluation.out_of_budget
-        );
-        for expression in &evaluation.expressions {
-            assert!(
-                !expression.over_limit && expression.error.is_none(),
-                "{} ({:?}): cost {} {:?}",
-                expression.field,
-                expression.phase,
-                expression.cost,
-                expression.error
-            );
-            most = most.max(expression.cost);
-        }
-    }
-    (report.outcome, most)
+/// Kubernetes' answer to `request` on a cluster with `native`, the
+/// requester [`ordinary`].
+fn judged(kube: &mut KubeHarness, native: &Native, request: Value) -> Admitted {
+    admitted(kube, native, request, &mut ordinary).0
 }
 
-fn denial(outcome: &Outcome) -> &str {
-    match outcome {
-        Outcome::Denied { message } => message,
-        other => panic!("not denied: {other:?}"),
-    }
+/// Admitted, with nothing to say: no denial, no schema error, no warning.
+fn assert_admitted(answer: &Admitted, what: &str) {
+    assert!(
+        answer.allowed && answer.schema_error.is_none() && answer.warnings.is_empty(),
+        "{what}: {answer:?}"
+    );
+}
+
+/// How the API server fails an expression over its limit (google/cel-go
+/// `interpreter/runtimecost.go`, `CostLimitExceeded`) and an evaluation
+/// over its budget (k8s.io/apiserver `pkg/admission/plugin/cel/activation.go`):
+/// `the_api_servers_limits_are_the_ones_the_policies_are_written_to` shows
+/// both.
+const BUDGET_ERRORS: [&str; 2] = ["cost limit exceeded", "running out of cost budget"];
+
+/// The denial's message, which is the policy's own, not the API server's
+/// budget error.
+fn denial(answer: &Admitted) -> &str {
+    let message = answer
+        .status
+        .as_ref()
+        .map(|s| s.message.as_str())
+        .unwrap_or_else(|| panic!("not denied: {answer:?}"));
+    assert!(
+        !BUDGET_ERRORS.iter().any(|error| message.contains(error)),
+        "an out-of-budget error, not the policy's denial: {message}"
+    );
+    message
 }
 
 /// A ClusterRole labelled to feed `view`, with `rules` rules of
@@ -120,12 +113,12 @@ fn feeding_role(rules: usize, resources: usize, verbs: usize, note: &str) -> Val
 }
 
 #[test]
-fn an_annotation_update_of_a_large_feeding_role_is_admitted_on_every_version() {
+fn an_annotation_update_of_a_large_feeding_role_is_admitted() {
     // The case the API server denied: 90 rules x 1 resource x 7 verbs, or
     // 45 x 4 x 7, labelled into view, from a requester who is neither in
     // system:masters nor holds escalate.
+    let mut kube = KubeHarness::start().unwrap_or_else(|e| panic!("{e}"));
     let native = generate("aggregation-escalation", &Value::Null, None).unwrap();
-    let policies = Policies::compile(&native.policies).unwrap();
     for (rules, resources) in [(90, 1), (45, 4), (2_000, 4)] {
         let update = request(
             CLUSTER_ROLE,
@@ -133,13 +126,10 @@ fn an_annotation_update_of_a_large_feeding_role_is_admitted_on_every_version() {
             feeding_role(rules, resources, 7, "after"),
             feeding_role(rules, resources, 7, "before"),
         );
-        for options in versions() {
-            let (outcome, _) = decided(&policies, &update, options);
-            assert!(
-                matches!(outcome, Outcome::Allowed { .. }),
-                "{rules} x {resources} x 7 on {options:?}: {outcome:?}"
-            );
-        }
+        assert_admitted(
+            &judged(&mut kube, &native, update),
+            &format!("{rules} x {resources} x 7"),
+        );
     }
 }
 
@@ -163,29 +153,26 @@ fn walk(stored: usize, changed: usize, atoms: usize) -> Value {
 
 #[test]
 fn rule_comparisons_are_decided_up_to_the_stated_limits_and_larger_ones_say_so() {
+    let mut kube = KubeHarness::start().unwrap_or_else(|e| panic!("{e}"));
     let native = generate("aggregation-escalation", &Value::Null, None).unwrap();
-    let policies = Policies::compile(&native.policies).unwrap();
     let too_large = "more than this ValidatingAdmissionPolicy can do within the API server's CEL \
                      cost limits";
     // Changed-rule atoms x stored rules: 35 x 7 x 100 = 24,500 is judged
     // (everything is covered: allowed), 36 x 7 x 100 = 25,200 is not.
     let limit = aggregation_escalation::MAX_ATOM_PAIRS;
     assert!((35 * 7 * 100..36 * 7 * 100).contains(&limit));
-    for options in versions() {
-        let (outcome, most) = decided(&policies, &walk(100, 35, 7), options);
-        assert!(matches!(outcome, Outcome::Allowed { .. }), "{outcome:?}");
-        assert!(most < PER_CALL_LIMIT, "{most}");
-        let (outcome, _) = decided(&policies, &walk(100, 36, 7), options);
-        assert!(denial(&outcome).contains(too_large), "{outcome:?}");
-    }
+    assert_admitted(
+        &judged(&mut kube, &native, walk(100, 35, 7)),
+        "35 x 7 x 100",
+    );
+    let larger = judged(&mut kube, &native, walk(100, 36, 7));
+    assert!(denial(&larger).contains(too_large), "{larger:?}");
     // New x stored rules: 701 x 700 = 490,700 is judged, 711 x 710 is not.
     let limit = aggregation_escalation::MAX_RULE_PAIRS;
     assert!((701 * 700..711 * 710).contains(&limit));
-    let (outcome, most) = decided(&policies, &walk(700, 1, 1), Options::default());
-    assert!(matches!(outcome, Outcome::Allowed { .. }), "{outcome:?}");
-    assert!(most < PER_CALL_LIMIT, "{most}");
-    let (outcome, _) = decided(&policies, &walk(710, 1, 1), Options::default());
-    assert!(denial(&outcome).contains(too_large), "{outcome:?}");
+    assert_admitted(&judged(&mut kube, &native, walk(700, 1, 1)), "701 x 700");
+    let larger = judged(&mut kube, &native, walk(710, 1, 1));
+    assert!(denial(&larger).contains(too_large), "{larger:?}");
 }
 
 /// A ScopeTemplate of `atoms` permissions: one rule, one resource, that
@@ -196,62 +183,61 @@ fn template(atoms: usize) -> Value {
            "metadata": {"name": "t"},
            "spec": {"clusterRoles": [{"generateName": "operator-manager",
                                       "rules": [{"apiGroups": ["apps"], "resources": ["deployments"],
-                                                 "verbs": verbs}]}]}})
+                                                 "verbs": verbs}],
+                                      "subjects": [{"kind": "ServiceAccount", "name": "operator",
+                                                    "namespace": "operators"}]}]}})
 }
 
 #[test]
 fn scope_templates_are_checked_atom_by_atom_up_to_the_stated_limit() {
+    let mut kube = KubeHarness::start().unwrap_or_else(|e| panic!("{e}"));
     let native = generate("scope-rbac", &Value::Null, None).unwrap();
-    let policies = Policies::compile(&native.policies).unwrap();
     let kind = (
         "operators.io.operator-framework",
         "v1alpha1",
         "ScopeTemplate",
         "scopetemplates",
     );
-    for options in versions() {
-        for atoms in [1, scope_rbac::MAX_ATOMS] {
-            let create = request(kind, "CREATE", template(atoms), Value::Null);
-            let (outcome, most) = decided(&policies, &create, options);
-            assert!(
-                matches!(outcome, Outcome::Allowed { .. }),
-                "{atoms}: {outcome:?}"
-            );
-            assert!(most < PER_CALL_LIMIT);
-        }
-        let larger = request(
-            kind,
-            "CREATE",
-            template(scope_rbac::MAX_ATOMS + 1),
-            Value::Null,
-        );
-        let (outcome, _) = decided(&policies, &larger, options);
-        assert!(
-            denial(&outcome).contains("its rules grant 27 permissions")
-                && denial(&outcome).contains("run the scope-rbac module"),
-            "{outcome:?}"
-        );
-        // Within the limit, a permission the author lacks is named.
-        let mut escalating = template(3);
-        escalating["spec"]["clusterRoles"][0]["rules"][0]["verbs"] = json!(["get", "escalate"]);
-        let (outcome, _) = decided(
-            &policies,
-            &request(kind, "CREATE", escalating, Value::Null),
-            options,
-        );
-        assert!(
-            denial(&outcome).contains(
-                "needs [{APIGroups:[\"apps\"], Resources:[\"deployments\"], Verbs:[\"escalate\"]}]"
-            ),
-            "{outcome:?}"
-        );
+    // Every atom a check of its own (the verbs are the requester's):
+    // escalate and 26 atoms, 27 x 350,000 of the 10,000,000.
+    for atoms in [1, scope_rbac::MAX_ATOMS] {
+        let create = request(kind, "CREATE", template(atoms), Value::Null);
+        let (answer, asked) = admitted(&mut kube, &native, create, &mut ordinary);
+        assert_admitted(&answer, &format!("{atoms}"));
+        assert_eq!(asked.len(), atoms + 1, "{asked:?}");
     }
+    let larger = request(
+        kind,
+        "CREATE",
+        template(scope_rbac::MAX_ATOMS + 1),
+        Value::Null,
+    );
+    let larger = judged(&mut kube, &native, larger);
+    assert!(
+        denial(&larger).contains("its rules grant 27 permissions")
+            && denial(&larger).contains("run the scope-rbac module"),
+        "{larger:?}"
+    );
+    // Within the limit, a permission the author lacks is named.
+    let mut escalating = template(3);
+    escalating["spec"]["clusterRoles"][0]["rules"][0]["verbs"] = json!(["get", "escalate"]);
+    let escalating = judged(
+        &mut kube,
+        &native,
+        request(kind, "CREATE", escalating, Value::Null),
+    );
+    assert!(
+        denial(&escalating).contains(
+            "needs [{APIGroups:[\"apps\"], Resources:[\"deployments\"], Verbs:[\"escalate\"]}]"
+        ),
+        "{escalating:?}"
+    );
 }
 
 #[test]
 fn catalog_sources_are_judged_up_to_the_stated_length_and_longer_ones_say_so() {
+    let mut kube = KubeHarness::start().unwrap_or_else(|e| panic!("{e}"));
     let native = generate("catalog-union", &Value::Null, None).unwrap();
-    let policies = Policies::compile(&native.policies).unwrap();
     let kind = (
         "operators.coreos.com",
         "v1alpha1",
@@ -267,27 +253,141 @@ fn catalog_sources_are_judged_up_to_the_stated_length_and_longer_ones_say_so() {
     // The address is the costliest field: its form is read by regular
     // expressions.
     let longest = format!("{}:50051", "a".repeat(limit - 6));
-    let (outcome, most) = decided(
-        &policies,
-        &request(kind, "CREATE", source(longest), Value::Null),
-        Options::default(),
+    assert_admitted(
+        &judged(
+            &mut kube,
+            &native,
+            request(kind, "CREATE", source(longest), Value::Null),
+        ),
+        "the longest address",
     );
-    assert!(matches!(outcome, Outcome::Allowed { .. }), "{outcome:?}");
-    assert!(most < PER_CALL_LIMIT, "{most}");
     let longer = format!("{}:50051", "a".repeat(limit));
-    let (outcome, _) = decided(
-        &policies,
-        &request(kind, "CREATE", source(longer), Value::Null),
-        Options::default(),
+    let longer = judged(
+        &mut kube,
+        &native,
+        request(kind, "CREATE", source(longer), Value::Null),
     );
     assert!(
-        denial(&outcome).contains("spec.address is longer than the 100000 characters"),
-        "{outcome:?}"
+        denial(&longer).contains("spec.address is longer than the 100000 characters"),
+        "{longer:?}"
+    );
+}
+
+/// A ConfigMap written by "dev", judged by one policy with `validations`
+/// (each an expression), Kubernetes' answer with every check allowed.
+fn configmap_judged(kube: &mut KubeHarness, validations: &[String]) -> Admitted {
+    let rules = json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                        "resources": ["configmaps"]}]);
+    let validations: Vec<Value> = validations
+        .iter()
+        .map(|expression| json!({"expression": expression}))
+        .collect();
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "budget"},
+        "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": rules},
+                 "validations": validations},
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "budget"},
+        "spec": {"policyName": "budget", "validationActions": ["Deny"]},
+    });
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "c", "namespace": "ns"}});
+    let mut admit = olm_guard_kube_harness::Admit {
+        request: request(
+            ("", "v1", "ConfigMap", "configmaps"),
+            "CREATE",
+            object,
+            Value::Null,
+        ),
+        validating_policies: vec![policy],
+        validating_bindings: vec![binding],
+        ..Default::default()
+    };
+    olm_guard_kube_harness::authorizer::admit_answering(kube, &mut admit, &mut |_| Ok(true))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// An expression of `checks` authorizer checks (each on a resource of its
+/// own), true when all are allowed.
+fn checks(first: usize, checks: usize) -> String {
+    (first..first + checks)
+        .map(|i| format!("authorizer.group('').resource('r{i}').check('get').allowed()"))
+        .collect::<Vec<_>>()
+        .join(" && ")
+}
+
+#[test]
+fn the_api_servers_limits_are_the_ones_the_policies_are_written_to() {
+    // The stated limits rest on these: an expression may make
+    // PER_CALL_LIMIT / AUTHZ_CHECK_COST checks (2), an evaluation
+    // RUNTIME_BUDGET / AUTHZ_CHECK_COST (28; scope-rbac's templates use 27,
+    // aggregation-escalation leaves 3 for its own).
+    let mut kube = KubeHarness::start().unwrap_or_else(|e| panic!("{e}"));
+    let per_expression = (PER_CALL_LIMIT / AUTHZ_CHECK_COST) as usize;
+    let per_evaluation = (RUNTIME_BUDGET / AUTHZ_CHECK_COST) as usize;
+    assert_eq!((per_expression, per_evaluation), (2, 28));
+
+    let fits = configmap_judged(&mut kube, &[checks(0, per_expression)]);
+    assert!(fits.allowed, "{fits:?}");
+    let over = configmap_judged(&mut kube, &[checks(0, per_expression + 1)]);
+    let message = over.status.map(|s| s.message).unwrap_or_default();
+    assert!(message.contains(BUDGET_ERRORS[0]), "{message}");
+
+    let one_each = |n: usize| (0..n).map(|i| checks(i, 1)).collect::<Vec<_>>();
+    let fits = configmap_judged(&mut kube, &one_each(per_evaluation));
+    assert!(fits.allowed, "{fits:?}");
+    let over = configmap_judged(&mut kube, &one_each(per_evaluation + 1));
+    let message = over.status.map(|s| s.message).unwrap_or_default();
+    assert!(message.contains(BUDGET_ERRORS[1]), "{message}");
+}
+
+/// Every expression of `bound` that writes an authorizer check inside a
+/// comprehension.
+fn checks_in_comprehensions(bound: &BoundPolicy) -> Vec<String> {
+    let spec = &bound.policy.spec;
+    spec.variables
+        .iter()
+        .map(|v| (format!("variables.{}", v.name), &v.expression))
+        .chain(
+            spec.validations
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format!("validations[{i}].expression"), &v.expression)),
+        )
+        .filter(|(_, expression)| checks_written(expression).1)
+        .map(|(field, _)| field)
+        .collect()
+}
+
+#[test]
+fn no_authorizer_check_runs_once_per_element() {
+    // A check in a comprehension would cost 350,000 per element of a list
+    // the object sets the length of.
+    for native in every_native_form() {
+        for bound in &native.policies {
+            let found = checks_in_comprehensions(bound);
+            assert!(
+                found.is_empty(),
+                "{}: an authorizer check inside a comprehension in {found:?}",
+                bound.policy.metadata.name
+            );
+        }
+    }
+    let mut native = generate("group-authorization", &Value::Null, None).unwrap();
+    let validation = &mut native.policies[0].policy.spec.validations[0];
+    validation.expression =
+        "['a', 'b', 'c'].all(g, authorizer.group(g).resource('r').check('get').allowed())".into();
+    assert_eq!(
+        checks_in_comprehensions(&native.policies[0]),
+        ["validations[0].expression"]
     );
 }
 
 /// Every object of kind `kind` in the YAML and JSON files below `dir`.
-fn objects(dir: &Path, kind: &str, out: &mut Vec<Value>) {
+fn objects(dir: &std::path::Path, kind: &str, out: &mut Vec<Value>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -324,7 +424,7 @@ fn objects(dir: &Path, kind: &str, out: &mut Vec<Value>) {
 
 #[test]
 fn every_real_object_of_testdata_stays_far_below_the_limits() {
-    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let testdata = root().join("testdata");
     let size = |v: &Value, field: &str| v.get(field).and_then(Value::as_array).map_or(0, Vec::len);
 
     let mut roles = Vec::new();

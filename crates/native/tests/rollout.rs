@@ -1,28 +1,20 @@
 //! `scaffold vap --actions warn`: the roll-out form of every rule's
-//! policies, evaluated as the API server evaluates them, admits what the
-//! Deny form refuses, with the refusal as a warning.
+//! policies, run by Kubernetes' own admission code
+//! (`olm_guard_kube_harness`), admits what the Deny form refuses, with the
+//! refusal as a warning.
 
-use std::sync::Arc;
+mod common;
 
 use serde_json::{Value, json};
 
-use olm_guard_core::UserInfo;
-use olm_guard_core::protocol::ResourceAttributes;
-use olm_guard_native::admission::{NoParams, Outcome, Policies};
-use olm_guard_native::authorizer::{Authorize, AuthorizerError};
-use olm_guard_native::{generate, policies::RULES};
+use olm_guard_kube_harness::{AuthorizerAnswer, KubeHarness};
+use olm_guard_native::{generate, policies::rules};
+
+use common::admitted;
 
 /// An authorizer that grants nothing.
-struct Nobody;
-
-impl Authorize for Nobody {
-    fn resource(&self, _: &UserInfo, _: &ResourceAttributes) -> Result<bool, AuthorizerError> {
-        Ok(false)
-    }
-
-    fn non_resource(&self, _: &UserInfo, _: &str, _: &str) -> Result<bool, AuthorizerError> {
-        Ok(false)
-    }
+fn nobody(_: &AuthorizerAnswer) -> Result<bool, String> {
+    Ok(false)
 }
 
 /// A revision of group widget-operator, created by someone who may manage
@@ -46,31 +38,34 @@ fn revision_by_alice() -> Value {
 
 #[test]
 fn the_warn_form_admits_what_the_deny_form_refuses_with_the_refusal_as_a_warning() {
+    let mut kube = KubeHarness::start().unwrap_or_else(|e| panic!("{e}"));
     let native = generate("group-authorization", &Value::Null, None).unwrap();
-    let request = revision_by_alice();
-    let deny = Policies::compile(&native.policies).unwrap();
-    let Outcome::Denied { message } = deny.evaluate(&request, Arc::new(Nobody), &NoParams) else {
+    let (deny, _) = admitted(&mut kube, &native, revision_by_alice(), &mut nobody);
+    let Some(status) = deny.status.filter(|_| !deny.allowed) else {
         panic!("the Deny form admits a revision alice may not manage");
     };
-    let warn = Policies::compile(&native.warn_only().policies).unwrap();
-    match warn.evaluate(&request, Arc::new(Nobody), &NoParams) {
-        Outcome::Allowed { warnings } => {
-            let refusal = message
-                .split_once("denied request: ")
-                .map(|(_, m)| m)
-                .unwrap();
-            assert!(
-                warnings.iter().any(|w| w.ends_with(refusal)),
-                "{warnings:?} does not carry {refusal}"
-            );
-        }
-        other => panic!("the Warn form does not admit: {other:?}"),
-    }
+    let refusal = status
+        .message
+        .split_once("denied request: ")
+        .map(|(_, m)| m)
+        .unwrap();
+    let (warn, _) = admitted(
+        &mut kube,
+        &native.warn_only(),
+        revision_by_alice(),
+        &mut nobody,
+    );
+    assert!(warn.allowed, "the Warn form does not admit: {warn:?}");
+    assert!(
+        warn.warnings.iter().any(|w| w.ends_with(refusal)),
+        "{:?} does not carry {refusal}",
+        warn.warnings
+    );
 }
 
 #[test]
 fn no_binding_of_the_warn_form_denies_and_it_patches_no_crd() {
-    for rule in RULES {
+    for rule in rules() {
         let Ok(native) = generate(rule, &Value::Null, None) else {
             continue;
         };

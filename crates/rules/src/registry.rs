@@ -1,7 +1,9 @@
 //! Every rule, written once: its name, its settings, its evaluation (type
 //! erased) and its module's metadata. The native speed baseline, the
-//! scenario runner, the benchmarks and every front end iterate [`RULES`]; a
-//! seventh rule is one more line here (HACKING.md, "Adding a rule").
+//! scenario runner, the benchmarks, the native policy generator
+//! (`olm_guard_native::policies::rules`) and every front end iterate
+//! [`RULES`]; a seventh rule is one more line here (HACKING.md, "Adding a
+//! seventh rule", lists the rest).
 
 use serde_json::Value;
 

@@ -95,6 +95,7 @@ pub fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     // leaves no partial file behind.
     let objects: Vec<Value> = live::read(&session, &kinds, args.live.chunk_size)?
         .into_iter()
+        .flat_map(|(_, objects)| objects)
         .map(|mut object| {
             // What the server adds for its own bookkeeping; a snapshot
             // drops it when it reads the file anyway.

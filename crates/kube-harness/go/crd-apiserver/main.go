@@ -5,7 +5,7 @@
 // pkg/cmd/server/testing.StartTestServer, which serves on a listener the
 // system gives it on 127.0.0.1:0.
 //
-// olm-guard's tests start it on a real etcd (crates/kube-harness/src/cluster.rs)
+// olm-guard's tests start it on a real etcd (crates/kube-harness/src/cluster/)
 // and talk to it over HTTPS, as a user talks to a cluster. The arguments
 // are the API server's own flags, appended to the fixture's: the tests give
 // --etcd-servers, --etcd-prefix, --client-ca-file (X.509 clients; a

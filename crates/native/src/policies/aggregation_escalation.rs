@@ -151,7 +151,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
     // One authorizer check per aggregated role, three more for escalate and
     // full authority: each costs 350,000 of the 10,000,000 one evaluation
     // may spend.
-    let budget = (crate::cost::RUNTIME_BUDGET / crate::cost::AUTHZ_CHECK_COST - 3) as usize;
+    let budget = (crate::budget::RUNTIME_BUDGET / crate::budget::AUTHZ_CHECK_COST - 3) as usize;
     if aggregators.len() > budget {
         return Err(GenerateError::NotNative {
             rule: RULE,
@@ -566,7 +566,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
 /// The most new × stored rules an update may have for the native policy
 /// to find its changed rules (about one unit of cel-go's cost per pair, of
 /// the 1,000,000 one expression may spend; `crates/native/tests/limits.rs`
-/// measures it).
+/// has Kubernetes decide an update at this limit and refuse a larger one).
 pub const MAX_RULE_PAIRS: usize = 500_000;
 /// The most (atom of a changed rule) × (stored rule) pairs the native
 /// policy compares (about 30 each); an atom is a verb × group × resource ×

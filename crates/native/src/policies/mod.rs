@@ -126,8 +126,23 @@ impl Native {
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
     /// Not one of the modules.
-    #[error("unknown rule \"{0}\": the rules are {rules}", rules = RULES.join(", "))]
+    #[error(
+        "unknown rule \"{0}\": the rules are {rules}",
+        rules = rules().collect::<Vec<_>>().join(", ")
+    )]
     UnknownRule(String),
+    /// A registered rule the native generator has no entry for: a rule
+    /// added to the registry without its native entry (HACKING.md, "Adding
+    /// a seventh rule").
+    #[error(
+        "{rule} has no entry in olm_guard_native's list of native generators \
+         (crates/native/src/policies/mod.rs, NATIVE): add one, with GenerateError::ModuleOnly \
+         and the reason if CEL can decide none of its checks"
+    )]
+    NoEntry {
+        /// The rule.
+        rule: &'static str,
+    },
     /// The settings are not the module's.
     #[error("{rule}: the settings are invalid: {problem}")]
     Settings {
@@ -165,15 +180,80 @@ pub enum GenerateError {
     },
 }
 
-/// The rules, in the order the docs list them.
-pub const RULES: [&str; 6] = [
-    "group-authorization",
-    "revision-uniqueness",
-    "catalog-union",
-    "aggregation-escalation",
-    "og-intersection",
-    "scope-rbac",
+/// One registered rule's native generator: its table of checks and how
+/// its native form is written. A rule with no native form has an entry
+/// too, whose generator says why ([`GenerateError::ModuleOnly`]), so that
+/// every rule of the registry is accounted for.
+struct NativeRule {
+    /// The rule's name in `olm_guard_rules::registry`.
+    rule: &'static str,
+    checks: &'static [Check],
+    generate: fn(&Json, Option<&[Json]>) -> Result<Native, GenerateError>,
+}
+
+/// The native entry of every rule; `olm_guard_rules::registry::RULES`
+/// names the rules and their order, and a test holds this table to it
+/// (one entry per registered rule, none for another name).
+const NATIVE: &[NativeRule] = &[
+    NativeRule {
+        rule: group_authorization::RULE,
+        checks: group_authorization::CHECKS,
+        generate: |settings, cluster| {
+            group_authorization::generate(&read(group_authorization::RULE, settings)?, cluster)
+        },
+    },
+    NativeRule {
+        rule: revision_uniqueness::RULE,
+        checks: revision_uniqueness::CHECKS,
+        generate: |settings, _| {
+            revision_uniqueness::generate(&read(revision_uniqueness::RULE, settings)?)
+        },
+    },
+    NativeRule {
+        rule: catalog_union::RULE,
+        checks: catalog_union::CHECKS,
+        generate: |settings, cluster| {
+            catalog_union::generate(&read(catalog_union::RULE, settings)?, cluster)
+        },
+    },
+    NativeRule {
+        rule: aggregation_escalation::RULE,
+        checks: aggregation_escalation::CHECKS,
+        generate: |settings, cluster| {
+            aggregation_escalation::generate(
+                &read(aggregation_escalation::RULE, settings)?,
+                cluster,
+            )
+        },
+    },
+    NativeRule {
+        rule: og_intersection::RULE,
+        checks: og_intersection::CHECKS,
+        generate: |settings, _| og_intersection::generate(&read(og_intersection::RULE, settings)?),
+    },
+    NativeRule {
+        rule: scope_rbac::RULE,
+        checks: scope_rbac::CHECKS,
+        generate: |settings, _| scope_rbac::generate(&read(scope_rbac::RULE, settings)?),
+    },
 ];
+
+/// The rules, in the registry's order (the order the docs list them).
+pub fn rules() -> impl Iterator<Item = &'static str> {
+    olm_guard_rules::registry::names()
+}
+
+/// The native entry of the registered rule `rule`.
+fn native_rule(rule: &str) -> Result<&'static NativeRule, GenerateError> {
+    let registered = olm_guard_rules::registry::find(rule)
+        .ok_or_else(|| GenerateError::UnknownRule(rule.into()))?;
+    NATIVE
+        .iter()
+        .find(|entry| entry.rule == registered.name)
+        .ok_or(GenerateError::NoEntry {
+            rule: registered.name,
+        })
+}
 
 /// The native form of `rule` with its module `settings` (JSON, as the
 /// module takes them; `null` or `{}` for the defaults). `cluster`, the
@@ -187,30 +267,12 @@ pub fn generate(
     settings: &Json,
     cluster: Option<&[Json]>,
 ) -> Result<Native, GenerateError> {
-    match rule {
-        aggregation_escalation::RULE => {
-            aggregation_escalation::generate(&read(rule, settings)?, cluster)
-        }
-        group_authorization::RULE => group_authorization::generate(&read(rule, settings)?, cluster),
-        catalog_union::RULE => catalog_union::generate(&read(rule, settings)?, cluster),
-        revision_uniqueness::RULE => revision_uniqueness::generate(&read(rule, settings)?),
-        scope_rbac::RULE => scope_rbac::generate(&read(rule, settings)?),
-        og_intersection::RULE => og_intersection::generate(&read(rule, settings)?),
-        other => Err(GenerateError::UnknownRule(other.to_string())),
-    }
+    (native_rule(rule)?.generate)(settings, cluster)
 }
 
 /// The table of checks of `rule`.
 pub fn checks(rule: &str) -> Option<&'static [Check]> {
-    match rule {
-        group_authorization::RULE => Some(group_authorization::CHECKS),
-        catalog_union::RULE => Some(catalog_union::CHECKS),
-        aggregation_escalation::RULE => Some(aggregation_escalation::CHECKS),
-        revision_uniqueness::RULE => Some(revision_uniqueness::CHECKS),
-        scope_rbac::RULE => Some(scope_rbac::CHECKS),
-        og_intersection::RULE => Some(og_intersection::CHECKS),
-        _ => None,
-    }
+    native_rule(rule).ok().map(|entry| entry.checks)
 }
 
 /// The module's settings, read and checked as the module reads them.
@@ -218,7 +280,7 @@ fn read<T: serde::de::DeserializeOwned + Default + olm_guard_core::PolicySetting
     rule: &str,
     settings: &Json,
 ) -> Result<T, GenerateError> {
-    let rule = RULES.into_iter().find(|r| *r == rule).unwrap_or("rule");
+    let rule = olm_guard_rules::registry::find(rule).map_or("rule", |r| r.name);
     let problem = |problem: String| GenerateError::Settings { rule, problem };
     let settings: T = match settings {
         Json::Null => T::default(),
@@ -265,5 +327,53 @@ pub fn not_covered(
             )
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_rule_has_one_native_entry_and_no_other_rule_has_one() {
+        for rule in rules() {
+            let entries = NATIVE.iter().filter(|entry| entry.rule == rule).count();
+            assert_eq!(
+                entries, 1,
+                "{rule}: {entries} native entries; a registered rule has one (its native form, or \
+                 GenerateError::ModuleOnly with the reason)"
+            );
+            match generate(rule, &Json::Null, None) {
+                Ok(native) => assert_eq!(native.rule, rule),
+                Err(GenerateError::ModuleOnly { rule: said, reason }) => {
+                    assert_eq!(said, rule);
+                    assert!(!reason.is_empty(), "{rule}: no reason given");
+                }
+                Err(other) => panic!("{rule} with its default settings: {other}"),
+            }
+            assert!(
+                !checks(rule).unwrap_or_default().is_empty(),
+                "{rule}: no checks"
+            );
+        }
+        for entry in NATIVE {
+            assert!(
+                olm_guard_rules::registry::find(entry.rule).is_some(),
+                "{}: a native entry for a rule the registry does not have",
+                entry.rule
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_rule_is_refused_naming_the_rules() {
+        let error = generate("no-such-rule", &Json::Null, None).unwrap_err();
+        assert!(matches!(error, GenerateError::UnknownRule(_)));
+        assert!(
+            error
+                .to_string()
+                .contains("group-authorization, revision-uniqueness"),
+            "{error}"
+        );
     }
 }

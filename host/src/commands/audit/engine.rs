@@ -210,6 +210,17 @@ pub fn load_snapshot(
     Ok((snapshot, findings))
 }
 
+/// The metadata of each of `modules` (name, file), read without compiling
+/// them: what a live audit lists while they compile.
+pub fn metadata_of(
+    modules: &[(String, PathBuf)],
+) -> anyhow::Result<Vec<olm_guard_runtime::Metadata>> {
+    modules
+        .iter()
+        .map(|(name, path)| modules::metadata_of(name, path))
+        .collect()
+}
+
 /// The modules `modules` (name, file), compiled once, each with its
 /// settings from `settings` (`name` → document) or `{}`; each module's
 /// `validate_settings` runs first.

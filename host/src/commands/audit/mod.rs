@@ -184,17 +184,35 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let names: Vec<&str> = modules.iter().map(|(name, _)| name.as_str()).collect();
     let settings = crate::settings::by_module(&args.settings, &names)?;
     let runtime = args.limits.runtime()?;
-    let policies = engine::load_policies(&runtime, modules, settings)?;
+    // Read before `modules` moves into the compilation below.
+    let metadata = if session.is_some() {
+        engine::metadata_of(&modules)?
+    } else {
+        Vec::new()
+    };
+    let load = || engine::load_policies(&runtime, modules, settings);
     let requester = Requester {
         user: args.as_user.clone(),
         groups: args.as_groups.clone(),
     };
     let mut live_context = None;
     let audit = if let Some(session) = &session {
-        let (audit, context) = read_live(args, session, policies, requester)?;
+        // The cluster is listed while the modules compile: each takes a
+        // while, and they need nothing of each other (the kinds come from
+        // the metadata, read without compiling).
+        let (policies, lists) = std::thread::scope(|scope| {
+            let listing = scope.spawn(|| list_judged(args, session, &metadata));
+            let policies = load();
+            let lists = listing
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("listing the cluster panicked")));
+            (policies, lists)
+        });
+        let (audit, context) = read_live(args, session, policies?, lists?, requester)?;
         live_context = Some(context);
         audit
     } else {
+        let policies = load()?;
         let (snapshot, load_findings) = files.unwrap_or_default();
         let snapshot = Arc::new(snapshot);
         Audit {
@@ -270,17 +288,16 @@ fn modules_of(args: &AuditArgs) -> anyhow::Result<Vec<(String, PathBuf)>> {
     modules::named(&names, &dist, &args.registry)
 }
 
-/// The audit of a live cluster: every kind the modules judge, listed page
-/// by page, completed by the `--cluster` files' objects of kinds the server
-/// does not serve; the lookups answered by the server (and those files).
-fn read_live(
+/// The kinds a live audit judges, and each one's objects as listed.
+type Listed = (Vec<live::Kind>, Vec<(live::Kind, Vec<Value>)>);
+
+/// Every kind the modules judge (from their metadata), listed page by page.
+fn list_judged(
     args: &AuditArgs,
     session: &Session,
-    policies: Vec<engine::AuditPolicy>,
-    requester: Requester,
-) -> anyhow::Result<(Audit, LiveContext)> {
-    let metadata: Vec<&olm_guard_runtime::Metadata> =
-        policies.iter().map(|p| &p.module.metadata).collect();
+    metadata: &[olm_guard_runtime::Metadata],
+) -> anyhow::Result<Listed> {
+    let metadata: Vec<&olm_guard_runtime::Metadata> = metadata.iter().collect();
     let (judged, wildcards) = live::kinds_judged(&metadata);
     for rule in wildcards {
         eprintln!(
@@ -299,7 +316,20 @@ fn read_live(
             session.server()
         );
     }
-    let objects = live::read(session, &kinds, args.live.chunk_size)?;
+    let lists = live::read(session, &kinds, args.live.chunk_size)?;
+    Ok((kinds, lists))
+}
+
+/// The audit of a live cluster: the kinds the modules judge, as listed,
+/// completed by the `--cluster` files' objects of kinds the server does not
+/// serve; the lookups answered by the server (and those files).
+fn read_live(
+    args: &AuditArgs,
+    session: &Session,
+    policies: Vec<engine::AuditPolicy>,
+    (kinds, lists): Listed,
+    requester: Requester,
+) -> anyhow::Result<(Audit, LiveContext)> {
     let (files, mut load_findings) = if args.cluster.is_empty() {
         (None, Vec::new())
     } else {
@@ -321,13 +351,18 @@ fn read_live(
         source: server.clone(),
         ..Default::default()
     };
-    let mut located: Vec<(olm_guard_snapshot::Location, Value)> = objects
-        .into_iter()
-        .map(|object| (at.clone(), object))
-        .collect();
-    if let Some(files) = &files {
-        located.extend(live::unserved_objects(session, files)?);
+    let unserved = match &files {
+        Some(files) => live::unserved_objects(session, files)?,
+        None => Vec::new(),
+    };
+    let context = session.context(files);
+    let mut located: Vec<(olm_guard_snapshot::Location, Value)> = Vec::new();
+    for (kind, objects) in lists {
+        // The lookups of these kinds are answered from this very read.
+        context.seed(&kind, &objects)?;
+        located.extend(objects.into_iter().map(|object| (at.clone(), object)));
     }
+    located.extend(unserved);
     let warnings = snapshot.add_located(located, olm_guard_snapshot::LoadOptions::LENIENT)?;
     load_findings.extend(warnings.into_iter().map(|warning| Finding {
         object: None,
@@ -336,7 +371,6 @@ fn read_live(
         result: Outcome::Error,
         message: warning.to_string(),
     }));
-    let context = session.context(files);
     Ok((
         Audit {
             snapshot: Arc::new(snapshot),

@@ -11,7 +11,7 @@ use clap::Args;
 use serde_json::Value;
 
 use olm_guard_native::model::MutatingApiVersion;
-use olm_guard_native::policies::{GenerateError, RULES};
+use olm_guard_native::policies::{self, GenerateError};
 use olm_guard_native::render;
 
 use crate::cluster::SnapshotArgs;
@@ -26,7 +26,7 @@ Examples:
   olm-guard scaffold vap group-authorization --settings group-authorization=require.yaml \
       --crd <(kubectl get crd clusterobjectsets.olm.operatorframework.io -o yaml) -o spec-group
   olm-guard scaffold vap all --actions warn -o first-look   # roll-out: warn and audit, deny nothing
-  olm-guard scaffold vap all --sizes      # each policy's size and compile time, as Markdown
+  olm-guard scaffold vap all --sizes      # each policy's size and expressions, as Markdown
   olm-guard scaffold vap --table          # what each rule enforces natively, as Markdown
   olm-guard scaffold vap catalog-union --settings catalog-union=migrate.yaml \
       --api-resources <(kubectl api-resources -o wide) -o native   # + a MutatingAdmissionPolicy
@@ -92,8 +92,8 @@ pub struct VapArgs {
     /// (for a first look on a cluster) warn and audit.
     #[arg(long, value_enum, default_value_t = Actions::Deny)]
     pub actions: Actions,
-    /// Print each generated policy's size and compile time (Markdown)
-    /// instead of the policies.
+    /// Print each generated policy's size and number of expressions
+    /// (Markdown) instead of the policies.
     #[arg(long, conflicts_with = "output_dir")]
     pub sizes: bool,
     /// The API version of the MutatingAdmissionPolicies written for
@@ -136,7 +136,7 @@ const COMMAND: &str = "olm-guard scaffold vap";
 
 pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
     if args.table {
-        print!("{}", render::checks_table(&RULES));
+        print!("{}", render::checks_table());
         return Ok(ExitCode::SUCCESS);
     }
     let rules = expand(&args.rules)?;
@@ -222,7 +222,7 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     if args.sizes {
-        print!("{}", render::sizes_table(&generated)?);
+        print!("{}", render::sizes_table(&generated));
     }
     for path in written {
         eprintln!("wrote {}", path.display());
@@ -295,13 +295,13 @@ fn expand(names: &[String]) -> anyhow::Result<Vec<String>> {
     let mut rules = Vec::new();
     for name in names {
         if name == "all" {
-            rules.extend(RULES.iter().map(|r| r.to_string()));
-        } else if RULES.contains(&name.as_str()) {
+            rules.extend(policies::rules().map(str::to_string));
+        } else if policies::rules().any(|rule| rule == name) {
             rules.push(name.clone());
         } else {
             bail!(
                 "unknown rule \"{name}\": name one of {} or all",
-                RULES.join(", ")
+                policies::rules().collect::<Vec<_>>().join(", ")
             );
         }
     }
