@@ -70,7 +70,7 @@ fn audit(
     let output = Command::new(olm_guard)
         .arg("audit")
         .args(source)
-        .arg("--policies")
+        .arg("--dist")
         .arg(dist)
         .args(["-o", "json"])
         .output()
