@@ -346,6 +346,12 @@ fn run(rule: &str, args: &[&str]) -> (bool, String) {
             String::from_utf8_lossy(&output.stderr)
         )
     });
+    // `--object` prints a List of reviews (one per object), `--request`
+    // the review itself.
+    let review = match review["kind"].as_str() {
+        Some("List") => &review["items"][0],
+        _ => &review,
+    };
     let response = &review["response"];
     (
         response["allowed"].as_bool().expect("response.allowed"),
