@@ -69,8 +69,11 @@ ensure_bindgen() {
   # which `make test`'s test build holds locked at the same time.
   local build="$TOOLS.build"
   rm -rf "$TOOLS" "$build"
+  # Without its default features: they give the test runner's HTTP client
+  # TLS (rustls with ring's C build, webpki-roots), which `wasm-bindgen`
+  # itself never uses; a quarter of the install's CPU.
   local install=(env CARGO_PROFILE_DEV_DEBUG=0 cargo install wasm-bindgen-cli --version "=$BINDGEN_VERSION" --debug
-    --bin wasm-bindgen --root "$TOOLS" --target-dir "$build")
+    --no-default-features --bin wasm-bindgen --root "$TOOLS" --target-dir "$build")
   # --locked first: the dependencies wasm-bindgen-cli was released with. A
   # registry that lacks one of them (seen: a crates.io mirror without
   # webpki-roots 1.0.11, which only its HTTP client uses) makes that

@@ -139,48 +139,81 @@ fn one_scenario(
 #[test]
 fn every_scenario_reading_the_cluster_agrees_on_a_live_api_server() -> anyhow::Result<()> {
     let root = workspace();
-    let cluster = TestCluster::start()?;
     // The ClusterObjectSet CRD with spec.group, as the scenarios' clusters
     // are (`Served`: both worlds, a scenario without the field reads the
     // same on both); without it, the server would prune spec.group.
     let served = Served::load(&root)?;
-    let cluster_object_sets = served
-        .get("olm.operatorframework.io/ClusterObjectSet")
-        .context("the ClusterObjectSet CRD")?
-        .clone();
-    cluster.install_crds(&[
+    let crds = [
         crd("testdata/upstream/crds/operators.coreos.com_operatorgroups.yaml"),
-        cluster_object_sets,
-    ])?;
-    let live = Arc::new(Live::connect(&Target {
-        kubeconfig: Some(cluster.kubeconfig().to_path_buf()),
-        ..Target::default()
-    })?);
+        served
+            .get("olm.operatorframework.io/ClusterObjectSet")
+            .context("the ClusterObjectSet CRD")?
+            .clone(),
+    ];
     let runtime = Runtime::new(Limits::default())?;
     let mut store = PolicyStore::new(&runtime, root.join("dist"));
-
-    let mut total = 0;
-    let mut disagreements = Vec::new();
-    let mut answered = Answered::default();
-    let mut created = 0;
+    let mut scenarios = Vec::new();
     for rule in RULES {
         let policy = store.get(rule).context(rule)?;
         for dir in discover(&[root.join("testdata").join(rule)])? {
-            if !dir.join("cluster.yaml").is_file() {
-                continue;
+            if dir.join("cluster.yaml").is_file() {
+                scenarios.push((policy.clone(), dir));
             }
-            total += 1;
-            let name = dir.strip_prefix(&root).unwrap_or(&dir);
-            match one_scenario(&cluster, &live, &policy, &dir) {
+        }
+    }
+    let total = scenarios.len();
+
+    // Two clusters, each with half of the scenarios, one after the other
+    // in each: a scenario empties its cluster of what the one before
+    // created.
+    let shares: Vec<_> = scenarios.chunks(total.div_ceil(2).max(1)).collect();
+    let seen: Vec<anyhow::Result<Vec<(String, anyhow::Result<Seen>)>>> =
+        std::thread::scope(|scope| {
+            let runs: Vec<_> = shares
+                .iter()
+                .map(|share| {
+                    let (root, crds) = (&root, &crds);
+                    scope.spawn(move || -> anyhow::Result<_> {
+                        let cluster = TestCluster::start()?;
+                        cluster.install_crds(crds)?;
+                        let live = Arc::new(Live::connect(&Target {
+                            kubeconfig: Some(cluster.kubeconfig().to_path_buf()),
+                            ..Target::default()
+                        })?);
+                        Ok(share
+                            .iter()
+                            .map(|(policy, dir)| {
+                                let name = dir.strip_prefix(root).unwrap_or(dir);
+                                let seen = one_scenario(&cluster, &live, policy, dir);
+                                (name.display().to_string(), seen)
+                            })
+                            .collect())
+                    })
+                })
+                .collect();
+            runs.into_iter()
+                .map(|run| {
+                    run.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a share panicked")))
+                })
+                .collect()
+        });
+
+    let mut disagreements = Vec::new();
+    let mut answered = Answered::default();
+    let mut created = 0;
+    for share in seen {
+        for (name, seen) in share? {
+            match seen {
                 Ok(seen) => {
                     answered.by_server += seen.answered.by_server;
                     answered.by_snapshot += seen.answered.by_snapshot;
                     created += seen.created;
                     if let Some(difference) = seen.agree {
-                        disagreements.push(format!("{}:\n{difference}", name.display()));
+                        disagreements.push(format!("{name}:\n{difference}"));
                     }
                 }
-                Err(e) => disagreements.push(format!("{}: {e:#}", name.display())),
+                Err(e) => disagreements.push(format!("{name}: {e:#}")),
             }
         }
     }
