@@ -136,6 +136,9 @@ fn one_scenario(
     })
 }
 
+/// A scenario's directory, relative to the workspace, and what it gave.
+type Named = (String, anyhow::Result<Seen>);
+
 #[test]
 fn every_scenario_reading_the_cluster_agrees_on_a_live_api_server() -> anyhow::Result<()> {
     let root = workspace();
@@ -167,37 +170,36 @@ fn every_scenario_reading_the_cluster_agrees_on_a_live_api_server() -> anyhow::R
     // in each: a scenario empties its cluster of what the one before
     // created.
     let shares: Vec<_> = scenarios.chunks(total.div_ceil(2).max(1)).collect();
-    let seen: Vec<anyhow::Result<Vec<(String, anyhow::Result<Seen>)>>> =
-        std::thread::scope(|scope| {
-            let runs: Vec<_> = shares
-                .iter()
-                .map(|share| {
-                    let (root, crds) = (&root, &crds);
-                    scope.spawn(move || -> anyhow::Result<_> {
-                        let cluster = TestCluster::start()?;
-                        cluster.install_crds(crds)?;
-                        let live = Arc::new(Live::connect(&Target {
-                            kubeconfig: Some(cluster.kubeconfig().to_path_buf()),
-                            ..Target::default()
-                        })?);
-                        Ok(share
-                            .iter()
-                            .map(|(policy, dir)| {
-                                let name = dir.strip_prefix(root).unwrap_or(dir);
-                                let seen = one_scenario(&cluster, &live, policy, dir);
-                                (name.display().to_string(), seen)
-                            })
-                            .collect())
-                    })
+    let seen: Vec<anyhow::Result<Vec<Named>>> = std::thread::scope(|scope| {
+        let runs: Vec<_> = shares
+            .iter()
+            .map(|share| {
+                let (root, crds) = (&root, &crds);
+                scope.spawn(move || -> anyhow::Result<_> {
+                    let cluster = TestCluster::start()?;
+                    cluster.install_crds(crds)?;
+                    let live = Arc::new(Live::connect(&Target {
+                        kubeconfig: Some(cluster.kubeconfig().to_path_buf()),
+                        ..Target::default()
+                    })?);
+                    Ok(share
+                        .iter()
+                        .map(|(policy, dir)| {
+                            let name = dir.strip_prefix(root).unwrap_or(dir);
+                            let seen = one_scenario(&cluster, &live, policy, dir);
+                            (name.display().to_string(), seen)
+                        })
+                        .collect())
                 })
-                .collect();
-            runs.into_iter()
-                .map(|run| {
-                    run.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a share panicked")))
-                })
-                .collect()
-        });
+            })
+            .collect();
+        runs.into_iter()
+            .map(|run| {
+                run.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a share panicked")))
+            })
+            .collect()
+    });
 
     let mut disagreements = Vec::new();
     let mut answered = Answered::default();
