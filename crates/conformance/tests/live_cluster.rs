@@ -98,7 +98,7 @@ fn one_scenario(
             rest.push((at, object));
         }
     }
-    // A fresh cluster for every scenario: what the one before created goes.
+    // The cluster emptied for every scenario: what the one before created goes.
     for (api_version, kind) in [
         ("operators.coreos.com/v1", "OperatorGroup"),
         ("olm.operatorframework.io/v1", "ClusterObjectSet"),

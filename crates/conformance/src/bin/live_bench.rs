@@ -142,11 +142,14 @@ fn run(args: &Args) -> anyhow::Result<()> {
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-0}\n",
     )?;
     let rest = rest.display().to_string();
+    let chunk_size = args.chunk_size.to_string();
     let live_source = [
         "--kubeconfig",
         kubeconfig.as_str(),
         "--cluster",
         rest.as_str(),
+        "--chunk-size",
+        chunk_size.as_str(),
     ];
     let dump_source = ["--cluster", dump.as_str(), "--cluster", rest.as_str()];
 
