@@ -223,3 +223,60 @@ fn unreachable(
         reason,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An API error as kube-rs gives it for a status the server sent.
+    fn answered(code: u16, message: &str, reason: &str) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure(message, reason)
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    // The test cluster cannot produce a 403 (its delegated authorizer
+    // answers 500), so the statuses are classified here as the server
+    // sends them (k8s.io/apiserver, pkg/endpoints/handlers/responsewriters,
+    // `ErrorNegotiated` with a `metav1.Status`).
+    #[test]
+    fn a_403_names_what_was_forbidden_and_the_fix() {
+        let error = classify(
+            "https://cluster:6443",
+            "listing catalogsources.operators.coreos.com",
+            answered(
+                403,
+                "catalogsources.operators.coreos.com is forbidden: User \"alice\" cannot list resource \"catalogsources\" in API group \"operators.coreos.com\" at the cluster scope",
+                "Forbidden",
+            ),
+        );
+        assert!(error.is_access_failure());
+        assert_eq!(error.code(), Some(403));
+        let line = error.to_string();
+        assert!(line.starts_with("the API server https://cluster:6443 forbids listing catalogsources.operators.coreos.com (403 Forbidden: "), "{line}");
+        assert!(line.contains("User \"alice\" cannot list"), "{line}");
+        assert!(line.contains("kubectl auth can-i"), "{line}");
+        assert!(!line.contains('\n'), "{line}");
+    }
+
+    #[test]
+    fn a_401_is_the_credentials_and_other_statuses_are_one_request() {
+        let unauthorized = classify(
+            "https://c",
+            "reading /version",
+            answered(401, "Unauthorized", "Unauthorized"),
+        );
+        assert!(matches!(unauthorized, LiveError::Unauthorized { .. }));
+        assert!(unauthorized.is_access_failure());
+        let missing = classify(
+            "https://c",
+            "getting a Namespace",
+            answered(404, "namespaces \"x\" not found", "NotFound"),
+        );
+        assert_eq!(missing.code(), Some(404));
+        // One refused request does not say the cluster cannot be read.
+        assert!(!missing.is_access_failure());
+    }
+}

@@ -111,7 +111,7 @@ impl TestCluster {
     /// through the status subresource, as the object's controller writes
     /// it (a create ignores it where the CRD has that subresource).
     /// What the server sets itself is dropped first
-    /// ([`without_server_fields`]); an object with a `deletionTimestamp`
+    /// (`without_server_fields`); an object with a `deletionTimestamp`
     /// and finalizers is then deleted, so that the server holds it as being
     /// deleted (with its own timestamp).
     pub fn create(&self, object: &Value) -> Result<Result<Value, Refusal>, ClusterError> {
