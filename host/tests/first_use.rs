@@ -7,13 +7,13 @@
 //! policy-server; the README shows what the tool prints.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
 mod common;
 use common::oci_registry::{self, Registry};
-use common::{dist, json_items, module, root, text};
+use common::{CATALOG_SOURCE, dist, json_items, module, output_with_stdin, root, text, write};
 
 /// `olm-guard` (the binary `binary`) in `cwd` with `args`, `env` set and
 /// `$OLM_GUARD_DIST` unset unless `env` sets it, `stdin` written to it.
@@ -24,26 +24,13 @@ fn run_binary(
     env: &[(&str, &str)],
     stdin: &str,
 ) -> Output {
-    let mut child = Command::new(binary)
+    let mut command = Command::new(binary);
+    command
         .args(args)
         .current_dir(cwd)
         .env_remove("OLM_GUARD_DIST")
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("olm-guard runs");
-    let mut pipe = child.stdin.take().expect("stdin");
-    let input = stdin.to_string();
-    let writer = std::thread::spawn(move || {
-        use std::io::Write;
-        // A run that never reads stdin closes it early; that is fine.
-        let _ = pipe.write_all(input.as_bytes());
-    });
-    let output = child.wait_with_output().expect("olm-guard finishes");
-    writer.join().expect("stdin written");
-    output
+        .envs(env.iter().copied());
+    output_with_stdin(command, stdin)
 }
 
 fn binary() -> PathBuf {
@@ -88,22 +75,6 @@ fn succeeds(output: &Output) -> String {
     );
     text(&output.stdout)
 }
-
-fn write(dir: &Path, name: &str, content: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    path.display().to_string()
-}
-
-const CATALOG_SOURCE: &str = "apiVersion: operators.coreos.com/v1alpha1
-kind: CatalogSource
-metadata:
-  name: operatorhubio-catalog
-  namespace: olm
-spec:
-  sourceType: grpc
-  image: quay.io/operatorhubio/catalog:latest
-";
 
 const OPERATOR_GROUP: &str = "apiVersion: operators.coreos.com/v1
 kind: OperatorGroup

@@ -3,29 +3,15 @@
 //! either shows up in review. Update them with `INSTA_UPDATE=always cargo
 //! test -p olm-guard-host --test help` and read the diff.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 mod common;
-use common::{dist, root};
+use common::{dist, output_with_stdin, root};
 
 fn olm_guard(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_olm-guard"))
-        .args(args)
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("olm-guard runs");
-    let mut pipe = child.stdin.take().expect("stdin");
-    let input = stdin.to_string();
-    let writer = std::thread::spawn(move || {
-        use std::io::Write;
-        let _ = pipe.write_all(input.as_bytes());
-    });
-    let output = child.wait_with_output().expect("olm-guard finishes");
-    writer.join().expect("stdin written");
-    output
+    let mut command = Command::new(env!("CARGO_BIN_EXE_olm-guard"));
+    command.args(args).current_dir(root());
+    output_with_stdin(command, stdin)
 }
 
 fn stdout(output: &Output) -> String {

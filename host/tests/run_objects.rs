@@ -5,34 +5,19 @@
 //! the built binary and the real modules in `dist/`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
 mod common;
-use common::{dist, module, root};
+use common::{CATALOG_SOURCE, dist, module, output_with_stdin, root, write};
 
 /// `olm-guard` with `args`, run in `cwd` (the test process's own directory
 /// is never changed).
 fn olm_guard_in(cwd: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_olm-guard"));
-    command
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().expect("olm-guard runs");
-    let input = stdin.unwrap_or("").to_string();
-    let mut pipe = child.stdin.take().expect("stdin");
-    let writer = std::thread::spawn(move || {
-        use std::io::Write;
-        // A run that never reads stdin closes it early; that is fine.
-        let _ = pipe.write_all(input.as_bytes());
-    });
-    let output = child.wait_with_output().expect("olm-guard finishes");
-    writer.join().expect("stdin written");
-    output
+    command.args(args).current_dir(cwd);
+    output_with_stdin(command, stdin.unwrap_or(""))
 }
 
 fn olm_guard(args: &[&str]) -> Output {
@@ -48,22 +33,6 @@ fn text(bytes: &[u8]) -> String {
 fn reviews(output: &Output) -> Vec<Value> {
     common::json_items(&output.stdout)
 }
-
-fn write(dir: &Path, name: &str, content: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    path.display().to_string()
-}
-
-const CATALOG_SOURCE: &str = "apiVersion: operators.coreos.com/v1alpha1
-kind: CatalogSource
-metadata:
-  name: operatorhubio-catalog
-  namespace: olm
-spec:
-  sourceType: grpc
-  image: quay.io/operatorhubio/catalog:latest
-";
 
 const BROKEN_CATALOG_SOURCE: &str = "apiVersion: operators.coreos.com/v1alpha1
 kind: CatalogSource

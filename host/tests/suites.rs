@@ -4,18 +4,10 @@
 //! suite file is refused naming the field, and cases answer host calls from
 //! inline objects or a recorded session.
 
-use std::path::Path;
-
 use serde_json::Value;
 
 mod common;
-use common::{dist, module, olm_guard, root, text};
-
-fn write(dir: &Path, name: &str, content: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    path.display().to_string()
-}
+use common::{dist, module, olm_guard, root, text, write};
 
 /// `test -o json` on `paths`: the report, and the exit code.
 fn report(paths: &[&str]) -> (Value, Option<i32>) {

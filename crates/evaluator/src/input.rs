@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use olm_guard_core::decode::json_type;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -197,7 +198,7 @@ fn check_request(request: &Value) -> Result<(), InputError> {
     let Some(kind) = kind.as_object() else {
         return Err(field(
             "kind",
-            format!("is {}, not an object: {gvk}", type_name(kind)),
+            format!("is {}, not an object: {gvk}", json_type(kind)),
         ));
     };
     for (key, name) in [("kind", "kind.kind"), ("version", "kind.version")] {
@@ -221,7 +222,7 @@ fn check_request(request: &Value) -> Result<(), InputError> {
         if let Some(value) = request.get(key).filter(|v| !v.is_null() && !v.is_string()) {
             return Err(field(
                 name,
-                format!("is {}, not a string", type_name(value)),
+                format!("is {}, not a string", json_type(value)),
             ));
         }
     }
@@ -229,23 +230,11 @@ fn check_request(request: &Value) -> Result<(), InputError> {
         if let Some(value) = request.get(key).filter(|v| !v.is_null() && !v.is_object()) {
             return Err(field(
                 name,
-                format!("is {}, not an object", type_name(value)),
+                format!("is {}, not an object", json_type(value)),
             ));
         }
     }
     Ok(())
-}
-
-/// A JSON value's type, in words.
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }
 
 // Built without wasmtime so the browser playground builds the same request.

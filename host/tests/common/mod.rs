@@ -2,8 +2,8 @@
 //! and its built modules. Each test binary uses part of it.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
 pub mod oci_registry;
 
@@ -23,6 +23,46 @@ pub fn olm_guard(args: &[&str]) -> Output {
         .output()
         .expect("olm-guard runs")
 }
+
+/// `command` run with `stdin` written to it and its output captured. The
+/// input is written on a thread of its own, so that a process that answers
+/// before reading all of it cannot block the test; a run that never reads
+/// stdin closes it early, which is fine.
+pub fn output_with_stdin(mut command: Command, stdin: &str) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("olm-guard runs");
+    let mut pipe = child.stdin.take().expect("stdin");
+    let input = stdin.to_string();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = pipe.write_all(input.as_bytes());
+    });
+    let output = child.wait_with_output().expect("olm-guard finishes");
+    writer.join().expect("stdin written");
+    output
+}
+
+/// Writes `content` to `dir/name` and gives the path, as an argument.
+pub fn write(dir: &Path, name: &str, content: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    path.display().to_string()
+}
+
+/// A CatalogSource as OperatorHub's install ships it: one source, allowed.
+pub const CATALOG_SOURCE: &str = "apiVersion: operators.coreos.com/v1alpha1
+kind: CatalogSource
+metadata:
+  name: operatorhubio-catalog
+  namespace: olm
+spec:
+  sourceType: grpc
+  image: quay.io/operatorhubio/catalog:latest
+";
 
 /// A process's output bytes as text.
 pub fn text(bytes: &[u8]) -> String {
