@@ -3,6 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::write;
+
 fn olm_guard(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_olm-guard"))
         .args(args)
@@ -46,12 +49,6 @@ fn guest(dir: &Path, settings_answer: &str, validate_answer: Option<&str>) -> Pa
     let path = dir.join("guest.wasm");
     std::fs::write(&path, wat::parse_str(&wat).expect("valid WAT")).unwrap();
     path
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
 }
 
 const REQUEST: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",

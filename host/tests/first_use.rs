@@ -182,9 +182,7 @@ fn a_file_with_no_object_is_refused_unless_an_empty_cluster_is_meant() {
     );
     // Said where a user looks.
     for command in [&["run"][..], &["audit"], &["bench"], &["scaffold", "vap"]] {
-        let mut args = command.to_vec();
-        args.push("--help");
-        let help = succeeds(&olm_guard(&args));
+        let help = help(command);
         assert!(help.contains("--allow-empty"), "{command:?}: {help}");
     }
 }
