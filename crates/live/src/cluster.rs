@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authorization::v1 as authorization;
@@ -38,6 +38,7 @@ use serde_json::{Value, json};
 use crate::connect::Live;
 use crate::discovery::Resource;
 use crate::error::LiveError;
+use crate::once::Once;
 use crate::pages::{DEFAULT_PAGE_SIZE, Selection};
 
 /// How long a get or a SubjectAccessReview is reused, as policy-server's
@@ -48,29 +49,6 @@ const TTL: Duration = Duration::from_secs(5);
 const AUTHORIZATION_V1: &str = "authorization.k8s.io/v1";
 
 type Answer = Result<Vec<u8>, ContextError>;
-
-/// Answers computed once per key; concurrent first askers wait for one.
-struct Once<T> {
-    cells: Mutex<HashMap<String, Arc<OnceLock<T>>>>,
-}
-
-impl<T> Default for Once<T> {
-    fn default() -> Self {
-        Once {
-            cells: Mutex::new(HashMap::new()),
-        }
-    }
-}
-
-impl<T: Clone> Once<T> {
-    fn get_or_init(&self, key: String, make: impl FnOnce() -> T) -> T {
-        let cell = {
-            let mut cells = self.cells.lock().unwrap_or_else(|p| p.into_inner());
-            cells.entry(key).or_default().clone()
-        };
-        cell.get_or_init(make).clone()
-    }
-}
 
 /// Answers kept for [`TTL`].
 struct Timed<T> {

@@ -4,14 +4,12 @@
 //! (`crates/policy-evaluator/src/callback_handler/kubernetes/client.rs`,
 //! `build_kube_resource`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::client::Body;
 
 use crate::connect::Live;
 use crate::error::{LiveError, quote};
+use crate::once::Once;
 
 /// A served kind: where it lives and how it is named.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -60,22 +58,16 @@ type GroupVersion = Result<Option<Vec<Resource>>, LiveError>;
 /// first readers wait for one request.
 #[derive(Default)]
 pub(crate) struct Discovery {
-    group_versions: Mutex<HashMap<String, Arc<OnceLock<GroupVersion>>>>,
+    group_versions: Once<GroupVersion>,
 }
 
 impl Live {
     /// The kinds the server serves in `api_version` (`v1`, or
     /// `group/version`), or `None` when it serves no such group version.
     pub fn resources_of(&self, api_version: &str) -> Result<Option<Vec<Resource>>, LiveError> {
-        let cell = {
-            let mut map = self
-                .discovery
-                .group_versions
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            map.entry(api_version.to_string()).or_default().clone()
-        };
-        cell.get_or_init(|| self.discover(api_version)).clone()
+        self.discovery
+            .group_versions
+            .get_or_init(api_version.to_string(), || self.discover(api_version))
     }
 
     /// The served kind `kind` of `api_version`, if the server serves it.

@@ -41,6 +41,7 @@ mod cluster;
 mod connect;
 mod discovery;
 mod error;
+mod once;
 mod pages;
 
 pub use cluster::{Answered, LiveCluster};
