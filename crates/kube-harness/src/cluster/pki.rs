@@ -1,20 +1,32 @@
-//! The test cluster's certificates: a throw-away CA, the serving
-//! certificate for 127.0.0.1, and the kubeconfigs of the identities the
-//! tests need.
+//! The test cluster's certificates and keys: a throw-away CA, the serving
+//! certificate for 127.0.0.1, the service-account signing key, and the
+//! kubeconfigs of the identities the tests need.
 
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+};
 use serde_json::json;
 
 use super::{ClusterError, request_error};
 
-/// The kubeconfigs the fault tests need, beside the working one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Who a kubeconfig is for: the administrator, an ordinary user, or one of
+/// the broken kubeconfigs the fault tests need.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Identity {
     /// The cluster's CA and a valid `system:masters` client certificate.
     Admin,
+    /// A valid client certificate for `name` in `groups` (its common name
+    /// and organizations), whom the cluster's RBAC decides.
+    User {
+        /// The user name (the certificate's common name).
+        name: String,
+        /// The groups (its organizations); the API server adds
+        /// `system:authenticated`.
+        groups: Vec<String>,
+    },
     /// A client certificate of the cluster's CA that expired in 2001.
     ExpiredCertificate,
     /// A client certificate signed by another CA, which the server does
@@ -59,14 +71,21 @@ impl Pki {
         self.sign(params)
     }
 
-    fn client(&self, expired: bool) -> Result<(String, String), rcgen::Error> {
+    /// A client certificate for `user` in `groups`.
+    fn client(
+        &self,
+        user: &str,
+        groups: &[String],
+        expired: bool,
+    ) -> Result<(String, String), rcgen::Error> {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "olm-guard-test-admin");
-        params
-            .distinguished_name
-            .push(DnType::OrganizationName, "system:masters");
+        params.distinguished_name.push(DnType::CommonName, user);
+        for group in groups {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, group.as_str());
+        }
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         if expired {
             params.not_before = rcgen::date_time_ymd(2000, 1, 1);
             params.not_after = rcgen::date_time_ymd(2001, 1, 1);
@@ -75,22 +94,35 @@ impl Pki {
     }
 }
 
+/// The administrator's certificate subject: a member of `system:masters`,
+/// whom kube-apiserver authorizes without asking RBAC.
+const ADMIN: &str = "olm-guard-test-admin";
+
+/// A service-account signing key pair, as PEM: (public, private).
+pub(super) fn service_account_keys() -> Result<(String, String), rcgen::Error> {
+    let key = KeyPair::generate()?;
+    Ok((key.public_key_pem(), key.serialize_pem()))
+}
+
 /// Writes a kubeconfig (context `olm-guard-test`) for `identity` into `dir`.
 pub(super) fn write_kubeconfig(
     dir: &Path,
     server: &str,
     pki: &Pki,
-    identity: Identity,
+    identity: &Identity,
 ) -> Result<PathBuf, ClusterError> {
     let other = || Pki::new("another CA").map_err(pki_error);
+    let masters = ["system:masters".to_string()];
+    let admin = |pki: &Pki, expired| pki.client(ADMIN, &masters, expired).map_err(pki_error);
     let (ca, (cert, key)) = match identity {
-        Identity::Admin => (pki.ca_pem.clone(), pki.client(false).map_err(pki_error)?),
-        Identity::ExpiredCertificate => (pki.ca_pem.clone(), pki.client(true).map_err(pki_error)?),
-        Identity::ForeignCertificate => (
+        Identity::Admin => (pki.ca_pem.clone(), admin(pki, false)?),
+        Identity::User { name, groups } => (
             pki.ca_pem.clone(),
-            other()?.client(false).map_err(pki_error)?,
+            pki.client(name, groups, false).map_err(pki_error)?,
         ),
-        Identity::UntrustedServer => (other()?.ca_pem, pki.client(false).map_err(pki_error)?),
+        Identity::ExpiredCertificate => (pki.ca_pem.clone(), admin(pki, true)?),
+        Identity::ForeignCertificate => (pki.ca_pem.clone(), admin(&other()?, false)?),
+        Identity::UntrustedServer => (other()?.ca_pem, admin(pki, false)?),
     };
     let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
     let config = json!({
@@ -100,25 +132,35 @@ pub(super) fn write_kubeconfig(
             "server": server,
             "certificate-authority-data": b64(&ca),
         }}],
-        "users": [{"name": "olm-guard-test-admin", "user": {
+        "users": [{"name": "olm-guard-test-user", "user": {
             "client-certificate-data": b64(&cert),
             "client-key-data": b64(&key),
         }}],
         "contexts": [{"name": "olm-guard-test", "context": {
             "cluster": "olm-guard-test",
-            "user": "olm-guard-test-admin",
+            "user": "olm-guard-test-user",
         }}],
         "current-context": "olm-guard-test",
     });
     let name = match identity {
         Identity::Admin => "kubeconfig".to_string(),
-        other => format!("kubeconfig-{other:?}").to_lowercase(),
+        Identity::User { name, .. } => format!("kubeconfig-user-{}", file_safe(name)),
+        Identity::ExpiredCertificate => "kubeconfig-expiredcertificate".into(),
+        Identity::ForeignCertificate => "kubeconfig-foreigncertificate".into(),
+        Identity::UntrustedServer => "kubeconfig-untrustedserver".into(),
     };
     let path = dir.join(name);
     let text =
         serde_json::to_string_pretty(&config).map_err(|e| request_error("a kubeconfig", e))?;
     std::fs::write(&path, text)?;
     Ok(path)
+}
+
+/// `name` with every character a file name might not take as `-`.
+fn file_safe(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
 }
 
 pub(super) fn pki_error(e: rcgen::Error) -> ClusterError {
