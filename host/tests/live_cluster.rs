@@ -1,10 +1,14 @@
-//! `olm-guard` against a running API server: Kubernetes' CRD API server on
-//! etcd (`olm_guard_kube_harness::cluster`, one per test), with the upstream
+//! `olm-guard` against a running control plane: kube-apiserver on etcd
+//! (`olm_guard_kube_harness::cluster`, one per test), with the upstream
 //! CatalogSource, OperatorGroup and ClusterObjectSet CRDs installed over
 //! HTTP.
 //!
 //! - `run --kubeconfig` answers as `run --cluster` with the same objects,
-//!   and as `run --cluster` with `olm-guard snapshot`'s file of the cluster;
+//!   and as `run --cluster` with `olm-guard snapshot`'s file of the cluster,
+//!   for a scenario of each rule that reads the cluster (`can_i` allowed
+//!   and denied by the server's own SubjectAccessReviews);
+//! - a user whom the cluster's RBAC lets list nothing gets the server's
+//!   403, said in one line naming the permission, exit 2;
 //! - `audit --kubeconfig` of more than 2,000 objects, read in pages of 100,
 //!   gives the results of `audit --cluster` on the snapshot taken from it;
 //! - every way of not reaching the cluster (a server stopped in the middle
@@ -22,7 +26,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use olm_guard_kube_harness::cluster::{Identity, TestCluster};
+use olm_guard_kube_harness::cluster::{Changes, Identity, TestCluster};
 
 /// The CRDs the tests install, from the repository.
 fn crds() -> Vec<Value> {
@@ -30,6 +34,8 @@ fn crds() -> Vec<Value> {
         "crates/native/upstream/operators.coreos.com_catalogsources.yaml",
         "crates/native/upstream/olm.operatorframework.io_clusterobjectsets.yaml",
         "testdata/upstream/crds/operators.coreos.com_operatorgroups.yaml",
+        "testdata/upstream/crds/operators.io.operator-framework_scopetemplates.yaml",
+        "testdata/upstream/crds/operators.io.operator-framework_scopeinstances.yaml",
     ]
     .iter()
     .map(|path| {
@@ -48,19 +54,6 @@ fn cluster() -> TestCluster {
     cluster
 }
 
-/// Deletes every object of the installed CRDs' kinds.
-fn empty(cluster: &TestCluster) {
-    for crd in crds() {
-        let group = crd["spec"]["group"].as_str().expect("a group");
-        let kind = crd["spec"]["names"]["kind"].as_str().expect("a kind");
-        for version in crd["spec"]["versions"].as_array().expect("versions") {
-            if version["storage"] == true {
-                let api_version = format!("{group}/{}", version["name"].as_str().expect("a name"));
-                cluster.delete_all(&api_version, kind).expect("deleted");
-            }
-        }
-    }
-}
 
 /// `olm-guard` with `args`, in the repository, reading no kubeconfig of the
 /// user running the tests.
@@ -91,33 +84,43 @@ fn responses(output: &Output) -> Vec<Value> {
         .collect()
 }
 
-/// A scenario's objects: those of the kinds the server serves, and the rest
-/// (Namespaces, RBAC) written to a file beside `dir` (the `--cluster`
-/// arguments that give it: none when every object is served, as an empty
-/// file is refused).
-fn split_cluster(cluster: &TestCluster, scenario: &Path, name: &str) -> Vec<String> {
+/// A scenario's objects put into the cluster (recorded in `changes`):
+/// those of the kinds it serves, the Namespaces they live in first. The
+/// rest (kinds no CRD of the test serves) is written to a file beside
+/// `dir`: the `--cluster` arguments that give it, none when every object
+/// is served, as an empty file is refused.
+fn split_cluster(
+    cluster: &TestCluster,
+    scenario: &Path,
+    name: &str,
+    changes: &mut Changes,
+) -> Vec<String> {
     let text = std::fs::read_to_string(scenario.join("cluster.yaml")).expect("cluster.yaml");
+    let mut served = Vec::new();
     let mut rest = String::new();
     for document in serde_yaml_ng::Deserializer::from_str(&text) {
         let object: Value = serde::Deserialize::deserialize(document).expect("YAML");
         if object.is_null() {
             continue;
         }
-        let served = [
-            "operators.coreos.com/v1",
-            "operators.coreos.com/v1alpha1",
-            "olm.operatorframework.io/v1",
-        ]
-        .contains(&object["apiVersion"].as_str().unwrap_or_default());
-        if served {
-            cluster
-                .create(&object)
-                .expect("the request is answered")
-                .unwrap_or_else(|refusal| panic!("{name}: {refusal:?}"));
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        if cluster.serves(api_version, object["kind"].as_str().unwrap_or_default()) {
+            served.push(object);
         } else {
             rest.push_str("---\n");
             rest.push_str(&serde_yaml_ng::to_string(&object).expect("YAML"));
         }
+    }
+    // Namespaces before what lives in them.
+    served.sort_by_key(|object| object["kind"] != "Namespace");
+    cluster
+        .add_namespaces_of(&served, changes)
+        .expect("the Namespaces are created");
+    for object in &served {
+        cluster
+            .put(object, changes)
+            .expect("the request is answered")
+            .unwrap_or_else(|refusal| panic!("{name}: {refusal:?}"));
     }
     if rest.is_empty() {
         return Vec::new();
@@ -131,10 +134,12 @@ fn split_cluster(cluster: &TestCluster, scenario: &Path, name: &str) -> Vec<Stri
 fn run_with_a_kubeconfig_answers_as_run_with_the_cluster_file_and_its_snapshot() {
     let dist = common::dist();
     let dist = dist.to_str().expect("UTF-8");
-    // One cluster, emptied for each scenario (a cluster starts in seconds).
+    // One cluster, emptied for each scenario; its own default RBAC
+    // removed, so that the scenario's is the cluster's whole RBAC.
     let cluster = cluster();
+    cluster.remove_default_rbac().expect("removed");
     for (rule, scenario, settings) in [
-        // Its OperatorGroups from the server, its Namespaces from the rest.
+        // Its OperatorGroups and Namespaces (their labels) from the server.
         ("og-intersection", "og-r3-selector-conflict-denied", None),
         // A mutation: the next free revision, from the server's list.
         (
@@ -142,13 +147,18 @@ fn run_with_a_kubeconfig_answers_as_run_with_the_cluster_file_and_its_snapshot()
             "auto-increment-mutated",
             Some("settings.json"),
         ),
-        // can_i: the server serves no SubjectAccessReviews, the rest's
-        // RBAC answers.
+        // can_i, a SubjectAccessReview the server's RBAC allows ...
         ("group-authorization", "label-agrees-allowed", None),
+        // ... and one it denies.
+        ("group-authorization", "authz-group-subject-unlisted-group-denied", None),
+        // The ClusterRoles and bindings listed, `escalate` asked.
+        ("aggregation-escalation", "feed-cert-manager-edit-denied", None),
+        // A ScopeTemplate got, the requester's rights asked.
+        ("scope-rbac", "instance-tutorial-own-namespace-allowed", None),
     ] {
-        empty(&cluster);
+        let mut changes = Changes::default();
         let dir = common::root().join("testdata").join(rule).join(scenario);
-        let rest = split_cluster(&cluster, &dir, scenario);
+        let rest = split_cluster(&cluster, &dir, scenario, &mut changes);
         let request = dir.join("request.json");
         let mut args: Vec<String> = ["run", rule, "--dist", dist, "--request"]
             .iter()
@@ -200,7 +210,39 @@ fn run_with_a_kubeconfig_answers_as_run_with_the_cluster_file_and_its_snapshot()
             live, replayed,
             "{rule}/{scenario}: live cluster and its snapshot"
         );
+        cluster.undo(&mut changes).expect("the scenario's objects are deleted");
     }
+}
+
+#[test]
+fn a_user_the_cluster_lets_list_nothing_gets_its_403_in_one_line() {
+    let cluster = cluster();
+    let bob = cluster
+        .kubeconfig_for_user("bob", &["team-b"])
+        .expect("a kubeconfig for bob");
+    let dist = common::dist();
+    let object = common::root()
+        .join("testdata/revision-uniqueness")
+        .join("create-duplicate-of-active-denied/request.json");
+    let output = olm_guard(&[
+        "run",
+        "revision-uniqueness",
+        "--dist",
+        dist.to_str().expect("UTF-8"),
+        "--request",
+        object.to_str().expect("UTF-8"),
+        "--kubeconfig",
+        bob.to_str().expect("UTF-8"),
+    ]);
+    refused_in_one_line(
+        &output,
+        &bob,
+        &[
+            &cluster.server(),
+            "403 Forbidden",
+            "User \"bob\" cannot list resource \"clusterobjectsets\"",
+        ],
+    );
 }
 
 /// More than 2,000 objects (`olm_guard_bench::stored::olm_objects`), stored.
@@ -209,20 +251,23 @@ const OBJECTS: usize = 2150;
 fn populate(cluster: &TestCluster) -> usize {
     let objects = olm_guard_bench::stored::olm_objects(OBJECTS);
     cluster
+        .add_namespaces_of(&objects, &mut Changes::default())
+        .expect("their Namespaces are created");
+    cluster
         .create_all(&objects, 16)
         .expect("every object is stored");
     objects.len()
 }
 
-/// The kinds the test server does not serve: a few Namespaces and RBAC
-/// objects for the modules that read them.
+/// What the test cluster does not serve, for `--cluster`: ClusterServiceVersions
+/// (no CRD of theirs is installed), which og-intersection reads.
 fn rest_file(cluster: &TestCluster) -> PathBuf {
     let path = cluster.dir().join("rest.yaml");
     std::fs::write(
         &path,
-        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-0, labels: {tier: gold}}\n---\n\
-         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: view-widgets}\n\
-         rules: [{apiGroups: [example.com], resources: [widgets], verbs: [get, list]}]\n",
+        "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\n\
+         metadata: {name: widgets.v1.0.0, namespace: team-0}\n\
+         spec: {displayName: Widgets, install: {strategy: deployment}}\n",
     )
     .expect("written");
     path
@@ -519,11 +564,12 @@ fn every_way_of_not_reaching_the_cluster_is_one_line_and_exit_2() {
 
 #[test]
 fn a_lookup_nobody_can_answer_fails_closed_naming_it() {
-    // Namespaces are not served and no --cluster file gives them: the
-    // OperatorGroup whose selector needs them is denied, the lookup named.
+    // No CRD serves ClusterServiceVersions and no --cluster file gives
+    // them: the OperatorGroup whose provided APIs they are is denied, the
+    // lookup named.
     let cluster = cluster();
     let dir = common::root().join("testdata/og-intersection/og-r3-selector-conflict-denied");
-    split_cluster(&cluster, &dir, "closed");
+    split_cluster(&cluster, &dir, "closed", &mut Changes::default());
     let dist = common::dist();
     let output = olm_guard(&[
         "run",
@@ -541,7 +587,8 @@ fn a_lookup_nobody_can_answer_fails_closed_naming_it() {
     assert_eq!(response["allowed"], false, "{response}");
     let message = response["status"]["message"].as_str().expect("a message");
     assert!(
-        message.contains("does not serve v1 Namespace") && message.contains("--cluster"),
+        message.contains("does not serve operators.coreos.com/v1alpha1 ClusterServiceVersion")
+            && message.contains("--cluster"),
         "{message}"
     );
 }
@@ -551,13 +598,17 @@ fn run_with_several_modules_reads_the_live_cluster_once() {
     // An OperatorGroup stored in team-x: a second one there is what OLM
     // refuses (og-intersection), seen from the live cluster.
     let cluster = cluster();
+    let existing = json!({
+        "apiVersion": "operators.coreos.com/v1",
+        "kind": "OperatorGroup",
+        "metadata": {"name": "existing", "namespace": "team-x"},
+        "spec": {"targetNamespaces": ["team-x"]},
+    });
     cluster
-        .create(&json!({
-            "apiVersion": "operators.coreos.com/v1",
-            "kind": "OperatorGroup",
-            "metadata": {"name": "existing", "namespace": "team-x"},
-            "spec": {"targetNamespaces": ["team-x"]},
-        }))
+        .add_namespaces_of(std::slice::from_ref(&existing), &mut Changes::default())
+        .expect("Namespace team-x");
+    cluster
+        .create(&existing)
         .expect("answered")
         .expect("stored");
     let manifest = cluster.dir().join("second.yaml");

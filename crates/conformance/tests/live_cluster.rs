@@ -1,20 +1,31 @@
-//! Every scenario that reads the cluster, answered by a running API server:
-//! Kubernetes' CRD API server on etcd (`olm_guard_kube_harness::cluster`),
-//! with the upstream CRDs installed over HTTP.
+//! Every scenario that reads the cluster, for all six rules, answered by a
+//! whole control plane: kube-apiserver on etcd
+//! (`olm_guard_kube_harness::cluster`), with the upstream CRDs installed
+//! over HTTP.
 //!
-//! For each scenario of og-intersection, revision-uniqueness and
-//! group-authorization with a cluster file, the objects of the kinds the
-//! server serves are created in it (their `status` written through the
-//! status subresource, as their controller writes it), and the module is
-//! evaluated twice: with its lookups answered by the server through
-//! `olm_guard_live::LiveCluster` (what `olm-guard run --kubeconfig` does:
-//! lists, gets and `can_i` as Kubewarden's policy-server asks them), the
-//! kinds the server does not serve (Namespaces, RBAC, SubjectAccessReviews)
-//! answered from the rest of the file; and with every lookup answered by the
-//! file. Both must give the same verdict, message, warnings and patch. The
-//! test prints `live cluster: N/N scenarios agree` and how many lookups the
-//! server answered.
+//! Each scenario's cluster file is put into the API server, object by
+//! object (Namespaces, RBAC, custom resources, with their `status` written
+//! through the status subresource, as their controller writes it), and the
+//! module is evaluated twice: with its lookups answered by the server
+//! through `olm_guard_live::LiveCluster` (what `olm-guard run
+//! --kubeconfig` does: lists, gets, and `can_i` as a SubjectAccessReview
+//! that the server's RBAC authorizer decides, as Kubewarden's
+//! policy-server asks them); and with every lookup answered by the file.
+//! Both must give the same verdict, message, warnings and patch. Then the
+//! scenario's objects are deleted again, for the next.
+//!
+//! The cluster is the file's, not the file's plus the API server's own: the
+//! default RBAC kube-apiserver creates at start is deleted first (a file
+//! lists the RBAC it means). What a cluster always has and cannot lose is
+//! left: the Namespaces `default`, `kube-system`, `kube-public` and
+//! `kube-node-lease`; a Namespace the file's objects live in but the file
+//! does not list is created (a cluster holds no object outside a
+//! Namespace). Objects of kinds the server does not serve (an oria kind in
+//! a group no CRD serves) are answered from the rest of the file, as
+//! `--cluster` completes a live cluster. The test prints `live cluster: N/N
+//! scenarios agree` with those counts.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,7 +36,7 @@ use olm_guard_conformance::served::Served;
 use olm_guard_conformance::{Answer, Verdict, scenario};
 use olm_guard_evaluator::scenario::{PolicyStore, discover};
 use olm_guard_evaluator::{Policy, PolicyError};
-use olm_guard_kube_harness::cluster::TestCluster;
+use olm_guard_kube_harness::cluster::{Changes, TestCluster};
 use olm_guard_live::{Answered, Live, LiveCluster, Target};
 use olm_guard_runtime::{Limits, Runtime};
 use olm_guard_snapshot::{LoadOptions, Snapshot};
@@ -35,19 +46,12 @@ fn workspace() -> PathBuf {
 }
 
 /// A CRD file of the repository, as YAML.
-fn crd(path: &str) -> Value {
+fn crd(path: &str) -> anyhow::Result<Value> {
     let path = workspace().join(path);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+    serde_yaml_ng::from_str(&text).with_context(|| format!("{}", path.display()))
 }
-
-/// The rules whose scenarios read the cluster, and the kinds of their
-/// cluster files the test server serves once the upstream CRDs are in.
-const RULES: [&str; 3] = [
-    "og-intersection",
-    "revision-uniqueness",
-    "group-authorization",
-];
 
 /// One evaluation's answer, as the conformance tests compare them.
 fn answer(
@@ -70,10 +74,27 @@ fn answer(
 }
 
 /// What one scenario showed.
+#[derive(Default)]
 struct Seen {
-    agree: Option<String>,
+    /// How the two answers differ, if they do.
+    difference: Option<String>,
     answered: Answered,
+    /// Objects of the file put into the API server.
     created: usize,
+    /// Namespaces created because the file's objects live in them.
+    namespaces_added: usize,
+    /// Objects of kinds the server does not serve, answered from the file.
+    unserved: usize,
+}
+
+/// The order objects are put in: Namespaces and CRDs before what lives in
+/// them or is served by them.
+fn order(object: &Value) -> u8 {
+    match object["kind"].as_str() {
+        Some("Namespace") => 0,
+        Some("CustomResourceDefinition") => 1,
+        _ => 2,
+    }
 }
 
 fn one_scenario(
@@ -98,68 +119,90 @@ fn one_scenario(
             rest.push((at, object));
         }
     }
-    // The cluster emptied for every scenario: what the one before created goes.
-    for (api_version, kind) in [
-        ("operators.coreos.com/v1", "OperatorGroup"),
-        ("olm.operatorframework.io/v1", "ClusterObjectSet"),
-    ] {
-        cluster.delete_all(api_version, kind)?;
-    }
-    for object in &served {
-        if let Err(refusal) = cluster.create(object)? {
-            bail!(
-                "the API server refuses an object of cluster.yaml ({} {}): {}",
-                object["kind"],
-                object["metadata"]["name"],
-                refusal.message
-            );
+    served.sort_by_key(order);
+    let mut seen = Seen {
+        unserved: rest.len(),
+        ..Seen::default()
+    };
+    let mut changes = Changes::default();
+    let result = (|| -> anyhow::Result<()> {
+        seen.namespaces_added = cluster.add_namespaces_of(&served, &mut changes)?.len();
+        for object in &served {
+            if let Err(refusal) = cluster.put(object, &mut changes)? {
+                bail!(
+                    "the API server refuses an object of cluster.yaml ({} {}): {}",
+                    object["kind"],
+                    object["metadata"]["name"],
+                    refusal.message
+                );
+            }
+            seen.created += 1;
         }
-    }
-    let mut rest_snapshot = Snapshot::new();
-    rest_snapshot.add_located(rest, LoadOptions::STRICT)?;
-    let live_cluster = Arc::new(LiveCluster::new(live.clone(), Some(rest_snapshot)));
-    let from_server = answer(policy, &request, &settings, live_cluster.clone())?;
-    if let Some(failure) = live_cluster.access_failure() {
-        bail!("a lookup could not be answered by the server: {failure}");
-    }
-    let from_file = answer(
-        policy,
-        &request,
-        &settings,
-        Arc::new(scenario::snapshot(dir)?),
-    )?;
-    Ok(Seen {
-        agree: (from_server != from_file)
-            .then(|| format!("  the live cluster: {from_server}\n  the file:         {from_file}")),
-        answered: live_cluster.answered(),
-        created: served.len(),
-    })
+        let mut rest_snapshot = Snapshot::new();
+        rest_snapshot.add_located(rest, LoadOptions::STRICT)?;
+        let live_cluster = Arc::new(LiveCluster::new(live.clone(), Some(rest_snapshot)));
+        let from_server = answer(policy, &request, &settings, live_cluster.clone())?;
+        if let Some(failure) = live_cluster.access_failure() {
+            bail!("a lookup could not be answered by the server: {failure}");
+        }
+        let from_file = answer(
+            policy,
+            &request,
+            &settings,
+            Arc::new(scenario::snapshot(dir)?),
+        )?;
+        seen.answered = live_cluster.answered();
+        seen.difference = (from_server != from_file)
+            .then(|| format!("  the live cluster: {from_server}\n  the file:         {from_file}"));
+        Ok(())
+    })();
+    // The cluster emptied for the next scenario, whatever happened.
+    cluster.undo(&mut changes)?;
+    result.map(|()| seen)
 }
 
 /// A scenario's directory, relative to the workspace, and what it gave.
 type Named = (String, anyhow::Result<Seen>);
 
-#[test]
-fn every_scenario_reading_the_cluster_agrees_on_a_live_api_server() -> anyhow::Result<()> {
-    let root = workspace();
-    // The ClusterObjectSet CRD with spec.group, as the scenarios' clusters
-    // are (`Served`: both worlds, a scenario without the field reads the
-    // same on both); without it, the server would prune spec.group.
-    let served = Served::load(&root)?;
-    let crds = [
-        crd("testdata/upstream/crds/operators.coreos.com_operatorgroups.yaml"),
-        served
-            .get("olm.operatorframework.io/ClusterObjectSet")
-            .context("the ClusterObjectSet CRD")?
-            .clone(),
+/// The CRDs the scenarios' clusters need: OLM's, the ClusterObjectSet CRD
+/// with `spec.group` (`Served`: the scenarios' clusters have both worlds,
+/// and a scenario without the field reads the same on both; without it
+/// the server would prune spec.group), and oria's in both groups the rules
+/// accept.
+fn crds(root: &Path) -> anyhow::Result<Vec<Value>> {
+    let served = Served::load(root)?;
+    let mut crds = vec![
+        crd("testdata/upstream/crds/operators.coreos.com_operatorgroups.yaml")?,
+        crd("testdata/upstream/crds/operators.coreos.com_clusterserviceversions.yaml")?,
     ];
+    for key in [
+        "olm.operatorframework.io/ClusterObjectSet",
+        "operators.coreos.com/CatalogSource",
+    ] {
+        crds.push(served.get(key).context(key)?.clone());
+    }
+    for group in olm_guard_olm::scope::GROUPS {
+        for kind in ["ScopeTemplate", "ScopeInstance"] {
+            let key = format!("{group}/{kind}");
+            crds.push(served.get(&key).context(key)?.clone());
+        }
+    }
+    Ok(crds)
+}
+
+#[test]
+fn every_scenario_reading_the_cluster_agrees_on_a_whole_control_plane() -> anyhow::Result<()> {
+    let root = workspace();
+    let crds = crds(&root)?;
     let runtime = Runtime::new(Limits::default())?;
     let mut store = PolicyStore::new(&runtime, root.join("dist"));
     let mut scenarios = Vec::new();
-    for rule in RULES {
+    let mut rules = BTreeSet::new();
+    for rule in olm_guard_rules::registry::RULES.iter().map(|r| r.name) {
         let policy = store.get(rule).context(rule)?;
         for dir in discover(&[root.join("testdata").join(rule)])? {
             if dir.join("cluster.yaml").is_file() {
+                rules.insert(rule);
                 scenarios.push((policy.clone(), dir));
             }
         }
@@ -167,10 +210,9 @@ fn every_scenario_reading_the_cluster_agrees_on_a_live_api_server() -> anyhow::R
     let total = scenarios.len();
 
     // Two clusters, each with half of the scenarios, one after the other
-    // in each: a scenario empties its cluster of what the one before
-    // created.
+    // in each: a scenario undoes what it put in.
     let shares: Vec<_> = scenarios.chunks(total.div_ceil(2).max(1)).collect();
-    let seen: Vec<anyhow::Result<Vec<Named>>> = std::thread::scope(|scope| {
+    let seen: Vec<anyhow::Result<(usize, Vec<Named>)>> = std::thread::scope(|scope| {
         let runs: Vec<_> = shares
             .iter()
             .map(|share| {
@@ -178,18 +220,20 @@ fn every_scenario_reading_the_cluster_agrees_on_a_live_api_server() -> anyhow::R
                 scope.spawn(move || -> anyhow::Result<_> {
                     let cluster = TestCluster::start()?;
                     cluster.install_crds(crds)?;
+                    let removed = cluster.remove_default_rbac()?;
                     let live = Arc::new(Live::connect(&Target {
                         kubeconfig: Some(cluster.kubeconfig().to_path_buf()),
                         ..Target::default()
                     })?);
-                    Ok(share
+                    let named = share
                         .iter()
                         .map(|(policy, dir)| {
                             let name = dir.strip_prefix(root).unwrap_or(dir);
                             let seen = one_scenario(&cluster, &live, policy, dir);
                             (name.display().to_string(), seen)
                         })
-                        .collect())
+                        .collect();
+                    Ok((removed, named))
                 })
             })
             .collect();
@@ -203,16 +247,24 @@ fn every_scenario_reading_the_cluster_agrees_on_a_live_api_server() -> anyhow::R
 
     let mut disagreements = Vec::new();
     let mut answered = Answered::default();
-    let mut created = 0;
+    let (mut created, mut namespaces_added, mut unserved, mut removed) = (0, 0, 0, 0);
+    let mut per_rule: BTreeMap<&str, usize> = BTreeMap::new();
     for share in seen {
-        for (name, seen) in share? {
+        let (default_rbac, share) = share?;
+        removed += default_rbac;
+        for (name, seen) in share {
             match seen {
                 Ok(seen) => {
                     answered.by_server += seen.answered.by_server;
                     answered.by_snapshot += seen.answered.by_snapshot;
                     created += seen.created;
-                    if let Some(difference) = seen.agree {
+                    namespaces_added += seen.namespaces_added;
+                    unserved += seen.unserved;
+                    if let Some(difference) = seen.difference {
                         disagreements.push(format!("{name}:\n{difference}"));
+                    } else if let Some(rule) = rules.iter().find(|r| name.contains(&format!("/{r}/")))
+                    {
+                        *per_rule.entry(rule).or_default() += 1;
                     }
                 }
                 Err(e) => disagreements.push(format!("{name}: {e:#}")),
@@ -220,8 +272,11 @@ fn every_scenario_reading_the_cluster_agrees_on_a_live_api_server() -> anyhow::R
         }
     }
     eprintln!(
-        "live cluster: {}/{total} scenarios agree ({created} objects created in the API server; \
-         {} lookups answered by it, {} by the rest of the cluster files)",
+        "live cluster: {}/{total} scenarios agree on kube-apiserver, by rule {per_rule:?} \
+         ({created} objects of the files created in it, {namespaces_added} Namespaces added for \
+         objects whose file lists none, {unserved} objects of kinds it does not serve left to \
+         the files; {} lookups answered by it, {} by the files; {removed} objects of its default \
+         RBAC deleted first)",
         total - disagreements.len(),
         answered.by_server,
         answered.by_snapshot,
@@ -234,11 +289,16 @@ fn every_scenario_reading_the_cluster_agrees_on_a_live_api_server() -> anyhow::R
         disagreements.join("\n")
     );
     // Floors, so that a change that stops the server from answering (every
-    // lookup falling back to the files) fails here.
-    assert!(total >= 210, "only {total} scenarios read the cluster");
-    assert!(created >= 500, "only {created} objects were created");
+    // lookup falling back to the files) or leaves rules out fails here.
+    assert_eq!(
+        rules.len(),
+        olm_guard_rules::registry::RULES.len() - 1,
+        "the rules with a cluster: {rules:?} (catalog-union reads none)"
+    );
+    assert!(total >= 270, "only {total} scenarios read the cluster");
+    assert!(created >= 2000, "only {created} objects were created");
     assert!(
-        answered.by_server >= 60,
+        answered.by_server >= 300,
         "the server answered only {} lookups",
         answered.by_server
     );

@@ -93,6 +93,13 @@ impl TestCluster {
         ))
     }
 
+    /// Whether the server serves `kind` of `api_version` (its discovery
+    /// lists it).
+    pub fn serves(&self, api_version: &str, kind: &str) -> bool {
+        let probe = json!({"apiVersion": api_version, "kind": kind});
+        self.resource_of(&probe).is_ok()
+    }
+
     /// The API of an object's kind, in its namespace.
     pub(super) fn api_for(&self, object: &Value) -> Result<Api<DynamicObject>, ClusterError> {
         let (resource, namespaced) = self.resource_of(object)?;

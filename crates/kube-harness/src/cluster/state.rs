@@ -6,6 +6,7 @@
 //! deleted Namespace's finalizer cleared, an object's finalizers dropped
 //! before it is deleted, a deleted CRD waited for until it is gone.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -195,6 +196,46 @@ impl TestCluster {
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
             Err(e) => Err(request_error("a request", e)),
         }
+    }
+
+    /// Creates every Namespace the namespaced `objects` live in that is
+    /// neither among them nor in the cluster already (a cluster holds no
+    /// object outside a Namespace; a file can), recorded in `changes`. The
+    /// names of those created.
+    pub fn add_namespaces_of(
+        &self,
+        objects: &[Value],
+        changes: &mut Changes,
+    ) -> Result<Vec<String>, ClusterError> {
+        let listed: BTreeSet<&str> = objects
+            .iter()
+            .filter(|o| o["apiVersion"] == "v1" && o["kind"] == "Namespace")
+            .filter_map(|o| o["metadata"]["name"].as_str())
+            .collect();
+        let wanted: BTreeSet<&str> = objects
+            .iter()
+            .filter_map(|o| o["metadata"]["namespace"].as_str())
+            .filter(|namespace| !namespace.is_empty() && !listed.contains(namespace))
+            .collect();
+        let mut added = Vec::new();
+        for name in wanted {
+            let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": name}});
+            match self.create(&namespace)? {
+                Ok(stored) => {
+                    changes.entries.push(Change::Created(stored));
+                    added.push(name.to_string());
+                }
+                Err(refusal) if refusal.reason == "AlreadyExists" => {}
+                Err(refusal) => {
+                    return Err(request_error(
+                        &format!("creating Namespace {name}"),
+                        refusal.message,
+                    ));
+                }
+            }
+        }
+        Ok(added)
     }
 
     /// Deletes the cluster's default RBAC ([`DEFAULT_RBAC_LABEL`]: the
