@@ -5,8 +5,9 @@
 //! it as the write it describes (a create, or an update of the stored
 //! object).
 //!
-//! The server is Kubernetes' CRD API server on etcd
-//! (`olm_guard_kube_harness::cluster`). Its own decision (stored, or refused
+//! The server is kube-apiserver on etcd (`olm_guard_kube_harness::cluster`),
+//! with none of the policies: what is compared here is the CRD's own
+//! validation (the policies are `host/tests/control_plane.rs`'s). Its own decision (stored, or refused
 //! with its status and message) must equal the decision of Kubernetes'
 //! admission code in the harness (`olm_guard_kube_harness::KubeHarness::admit`,
 //! which transcribes the custom resource handler's validation) on the same
@@ -23,7 +24,7 @@ use serde_json::{Value, json};
 
 use olm_guard_conformance::scenario;
 use olm_guard_evaluator::scenario::{PolicyStore, discover};
-use olm_guard_kube_harness::cluster::{Refusal, TestCluster};
+use olm_guard_kube_harness::cluster::{Changes, Refusal, TestCluster};
 use olm_guard_kube_harness::{Admit, KubeHarness};
 use olm_guard_runtime::{Limits, Runtime};
 
@@ -198,6 +199,10 @@ fn one_directory(deployed: Deployed) -> anyhow::Result<()> {
     let writes = writes(&deployed)?;
     let cluster = TestCluster::start()?;
     cluster.install_crds(std::slice::from_ref(&deployed.base))?;
+    // The Namespaces the writes are placed in, and the probe's.
+    let mut objects: Vec<Value> = writes.iter().map(|w| w.request["object"].clone()).collect();
+    objects.push(json!({"metadata": {"namespace": "olm-guard-probe"}}));
+    cluster.add_namespaces_of(&objects, &mut Changes::default())?;
     // What was stored before the patches: the old objects of the updates,
     // as a cluster holds objects written before its CRD was patched.
     let mut stored_before = vec![false; writes.len()];
