@@ -54,7 +54,6 @@ fn cluster() -> TestCluster {
     cluster
 }
 
-
 /// `olm-guard` with `args`, in the repository, reading no kubeconfig of the
 /// user running the tests.
 fn olm_guard(args: &[&str]) -> Output {
@@ -156,11 +155,23 @@ fn run_with_a_kubeconfig_answers_as_run_with_the_cluster_file_and_its_snapshot()
         // can_i, a SubjectAccessReview the server's RBAC allows ...
         ("group-authorization", "label-agrees-allowed", None),
         // ... and one it denies.
-        ("group-authorization", "authz-group-subject-unlisted-group-denied", None),
+        (
+            "group-authorization",
+            "authz-group-subject-unlisted-group-denied",
+            None,
+        ),
         // The ClusterRoles and bindings listed, `escalate` asked.
-        ("aggregation-escalation", "feed-cert-manager-edit-denied", None),
+        (
+            "aggregation-escalation",
+            "feed-cert-manager-edit-denied",
+            None,
+        ),
         // A ScopeTemplate got, the requester's rights asked.
-        ("scope-rbac", "instance-tutorial-own-namespace-allowed", None),
+        (
+            "scope-rbac",
+            "instance-tutorial-own-namespace-allowed",
+            None,
+        ),
     ] {
         let mut changes = Changes::default();
         let dir = common::root().join("testdata").join(rule).join(scenario);
@@ -216,7 +227,9 @@ fn run_with_a_kubeconfig_answers_as_run_with_the_cluster_file_and_its_snapshot()
             live, replayed,
             "{rule}/{scenario}: live cluster and its snapshot"
         );
-        cluster.undo(&mut changes).expect("the scenario's objects are deleted");
+        cluster
+            .undo(&mut changes)
+            .expect("the scenario's objects are deleted");
     }
 }
 
@@ -372,7 +385,10 @@ fn an_audit_of_a_live_cluster_equals_the_audit_of_its_snapshot() {
     // What was judged: the snapshot file also holds the kinds the modules
     // only read (RBAC, Namespaces), which the live audit reads through
     // its lookups instead.
-    assert_eq!(live_report["objectsAudited"], offline_report["objectsAudited"]);
+    assert_eq!(
+        live_report["objectsAudited"],
+        offline_report["objectsAudited"]
+    );
     assert_eq!(live_report["summary"], offline_report["summary"]);
     assert_eq!(live_results.len(), offline_results.len());
     for (live, offline) in live_results.iter().zip(&offline_results) {
@@ -702,4 +718,293 @@ fn an_empty_live_cluster_is_audited_as_it_is() {
     let report = &common::json_items(&output.stdout)[0];
     assert_eq!(report["objects"], 0, "{report}");
     assert_eq!(report["results"], json!([]), "{report}");
+}
+
+/// The report objects of olm-guard in the cluster, as a user reads them
+/// back (`kubectl get reports,clusterreports -A -l ...`), without what the
+/// server sets, in the order `-o report` prints them.
+fn reports_in(cluster: &TestCluster) -> Vec<Value> {
+    let mut reports = Vec::new();
+    for (resource, namespaced) in [("clusterreports", false), ("reports", true)] {
+        let mut kubectl = cluster.kubectl(cluster.dir()).expect("kubectl");
+        kubectl.args([
+            "get",
+            &format!("{resource}.openreports.io"),
+            "-l",
+            "app.kubernetes.io/managed-by=olm-guard",
+            "-o",
+            "json",
+        ]);
+        if namespaced {
+            kubectl.arg("-A");
+        }
+        let output = kubectl.output().expect("kubectl runs");
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let list: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        for mut report in list["items"].as_array().cloned().unwrap_or_default() {
+            let metadata = report["metadata"].as_object_mut().expect("metadata");
+            for field in [
+                "uid",
+                "resourceVersion",
+                "creationTimestamp",
+                "generation",
+                "managedFields",
+            ] {
+                metadata.remove(field);
+            }
+            reports.push(report);
+        }
+    }
+    reports
+}
+
+/// What `audit -o report` printed, and wrote: its report objects.
+fn printed_reports(output: &Output) -> Vec<Value> {
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    serde_yaml_ng::Deserializer::from_slice(&output.stdout)
+        .map(|document| serde::Deserialize::deserialize(document).expect("YAML"))
+        .filter(|report: &Value| !report.is_null())
+        .collect()
+}
+
+/// Sorted by kind, namespace and name, as a user compares two listings.
+fn by_name(mut reports: Vec<Value>) -> Vec<Value> {
+    reports.sort_by_key(|r| {
+        (
+            r["kind"].as_str().unwrap_or_default().to_string(),
+            r["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            r["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    });
+    reports
+}
+
+/// The result of `module` for the object named `name` in `reports`.
+fn result_of<'a>(reports: &'a [Value], name: &str, module: &str) -> Option<&'a str> {
+    reports
+        .iter()
+        .filter(|r| r["scope"]["name"] == name)
+        .flat_map(|r| r["results"].as_array().into_iter().flatten())
+        .find(|result| result["rule"] == module)
+        .and_then(|result| result["result"].as_str())
+}
+
+#[test]
+fn an_audit_writes_its_reports_into_the_cluster_and_a_later_one_replaces_them() {
+    let mut cluster = cluster();
+    let mut crds = Vec::new();
+    for file in [
+        "openreports.io_reports.yaml",
+        "openreports.io_clusterreports.yaml",
+    ] {
+        let path = common::upstream(&format!("crds/{file}"));
+        let text = std::fs::read_to_string(&path).expect("the report CRD");
+        crds.push(serde_yaml_ng::from_str::<Value>(&text).expect("YAML"));
+    }
+    cluster
+        .install_crds(&crds)
+        .expect("the report CRDs are served");
+    let catalog = |name: &str, spec: Value| {
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+            "metadata": {"name": name, "namespace": "olm"}, "spec": spec})
+    };
+    let grpc = json!({"sourceType": "grpc", "image": "quay.io/operatorhubio/catalog:latest"});
+    // A source of none of the kinds: catalog-union fails it.
+    let broken = json!({"sourceType": "grpc"});
+    let mut changes = Changes::default();
+    for object in [
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "olm"}}),
+        catalog("good", grpc.clone()),
+        catalog("to-fix", broken.clone()),
+        catalog("to-delete", broken.clone()),
+    ] {
+        cluster
+            .put(&object, &mut changes)
+            .expect("answered")
+            .unwrap_or_else(|refusal| panic!("{refusal:?}"));
+    }
+    let dist = common::dist();
+    let kubeconfig = cluster.kubeconfig().to_str().expect("UTF-8").to_string();
+    let audit = || {
+        olm_guard(&[
+            "audit",
+            "catalog-union",
+            "--dist",
+            dist.to_str().expect("UTF-8"),
+            "--kubeconfig",
+            &kubeconfig,
+            "--write-reports",
+            "-o",
+            "report",
+        ])
+    };
+
+    let first = audit();
+    let first_reports = printed_reports(&first);
+    assert!(
+        text(&first.stderr).contains("3 created, 0 updated); deleted 0"),
+        "{}",
+        text(&first.stderr)
+    );
+    assert_eq!(
+        by_name(reports_in(&cluster)),
+        by_name(first_reports.clone())
+    );
+    assert_eq!(
+        result_of(&first_reports, "to-fix", "catalog-union"),
+        Some("fail")
+    );
+
+    // Fix one violation, add another, delete an object.
+    cluster
+        .replace(&catalog("to-fix", grpc.clone()))
+        .expect("answered")
+        .expect("replaced");
+    cluster
+        .create(&catalog("new-broken", broken.clone()))
+        .expect("answered")
+        .expect("created");
+    cluster
+        .remove(&catalog("to-delete", json!({})))
+        .expect("deleted");
+
+    let second = audit();
+    let second_reports = printed_reports(&second);
+    let stderr = text(&second.stderr);
+    assert!(
+        stderr.contains("1 created, 2 updated); deleted 1 of an earlier audit"),
+        "{stderr}"
+    );
+    let in_cluster = by_name(reports_in(&cluster));
+    assert_eq!(in_cluster, by_name(second_reports.clone()));
+    assert_eq!(
+        result_of(&in_cluster, "to-fix", "catalog-union"),
+        Some("pass")
+    );
+    assert_eq!(
+        result_of(&in_cluster, "new-broken", "catalog-union"),
+        Some("fail")
+    );
+    assert_eq!(result_of(&in_cluster, "to-delete", "catalog-union"), None);
+    for report in &in_cluster {
+        // Owned by the object it reports on, in its namespace.
+        assert_eq!(
+            report["metadata"]["ownerReferences"][0]["uid"],
+            report["scope"]["uid"]
+        );
+        assert_eq!(report["metadata"]["namespace"], "olm");
+    }
+
+    // An audit that fails midway (the server stops while it lists) writes
+    // nothing: the second audit's reports stay as they were.
+    cluster
+        .create_all(
+            &(0..300)
+                .map(|i| catalog(&format!("many-{i}"), grpc.clone()))
+                .collect::<Vec<_>>(),
+            16,
+        )
+        .expect("stored");
+    // Every module: the kinds with no object are read at once, and the
+    // server stops with hundreds of pages of CatalogSources still to come.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+        .current_dir(common::root())
+        .env_remove("KUBECONFIG")
+        .args(["audit", "--write-reports", "--kubeconfig"])
+        .arg(cluster.kubeconfig())
+        .args(["--chunk-size", "1", "--dist"])
+        .arg(&dist)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("olm-guard starts");
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).expect("stderr") == 0 {
+            panic!("the audit ended before reading a kind: {seen}");
+        }
+        seen.push_str(&line);
+        if line.starts_with("olm-guard: read ") {
+            break;
+        }
+    }
+    cluster.stop_apiserver();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("stderr");
+    let output = child.wait_with_output().expect("olm-guard ends");
+    assert!(!rest.contains("wrote"), "{seen}{rest}");
+    assert_eq!(output.status.code(), Some(2), "{seen}{rest}");
+    cluster
+        .restart_apiserver()
+        .expect("the API server answers again");
+    assert_eq!(by_name(reports_in(&cluster)), by_name(second_reports));
+}
+
+#[test]
+fn an_auditor_who_may_not_write_reports_is_told_every_permission_before_anything_runs() {
+    let cluster = cluster();
+    let mut crds = Vec::new();
+    for file in [
+        "openreports.io_reports.yaml",
+        "openreports.io_clusterreports.yaml",
+    ] {
+        let path = common::upstream(&format!("crds/{file}"));
+        let text = std::fs::read_to_string(&path).expect("the report CRD");
+        crds.push(serde_yaml_ng::from_str::<Value>(&text).expect("YAML"));
+    }
+    cluster
+        .install_crds(&crds)
+        .expect("the report CRDs are served");
+    let mut changes = Changes::default();
+    // Reads everything, writes nothing (the built-in `view` role's reach,
+    // and more).
+    for object in [
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "read-all"},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "reader-reads"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                "name": "read-all"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                "name": "reader"}]}),
+    ] {
+        cluster
+            .put(&object, &mut changes)
+            .expect("answered")
+            .unwrap_or_else(|refusal| panic!("{refusal:?}"));
+    }
+    let reader = cluster
+        .kubeconfig_for_user("reader", &[])
+        .expect("a kubeconfig");
+    let dist = common::dist();
+    let output = olm_guard(&[
+        "audit",
+        "--dist",
+        dist.to_str().expect("UTF-8"),
+        "--kubeconfig",
+        reader.to_str().expect("UTF-8"),
+        "--write-reports",
+    ]);
+    let line = refused_in_one_line(
+        &output,
+        &reader,
+        &[
+            &cluster.server(),
+            "--write-reports",
+            "create reports.openreports.io --all-namespaces",
+            "update clusterreports.openreports.io --all-namespaces",
+            "deletecollection reports.openreports.io --all-namespaces",
+        ],
+    );
+    // Nothing but the permissions it lacks: get and list it holds.
+    assert!(!line.contains("list reports"), "{line}");
 }

@@ -48,8 +48,7 @@ fn workspace() -> PathBuf {
 /// A CRD file of the repository, as YAML.
 fn crd(path: &str) -> anyhow::Result<Value> {
     let path = workspace().join(path);
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+    let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
     serde_yaml_ng::from_str(&text).with_context(|| format!("{}", path.display()))
 }
 
@@ -262,7 +261,8 @@ fn every_scenario_reading_the_cluster_agrees_on_a_whole_control_plane() -> anyho
                     unserved += seen.unserved;
                     if let Some(difference) = seen.difference {
                         disagreements.push(format!("{name}:\n{difference}"));
-                    } else if let Some(rule) = rules.iter().find(|r| name.contains(&format!("/{r}/")))
+                    } else if let Some(rule) =
+                        rules.iter().find(|r| name.contains(&format!("/{r}/")))
                     {
                         *per_rule.entry(rule).or_default() += 1;
                     }

@@ -29,12 +29,14 @@ use std::sync::Arc;
 use anyhow::bail;
 use serde_json::Value;
 
-use olm_guard_conformance::native::SnapshotAuthorizer;
+use olm_guard_conformance::native::{
+    ModuleAnswer, SnapshotAuthorizer, denial_text, module_answer, warning_text,
+};
 use olm_guard_conformance::scenario;
 use olm_guard_conformance::served::Served;
 use olm_guard_evaluator::scenario::{PolicyStore, discover};
 use olm_guard_evaluator::suite;
-use olm_guard_evaluator::{Policy, PolicyError, input};
+use olm_guard_evaluator::{PolicyError, input};
 use olm_guard_kube_harness::authorizer::admit_answering;
 use olm_guard_kube_harness::{Admit, Admitted, AuthorizerAnswer, KubeHarness};
 use olm_guard_native::{GenerateError, Native, generate};
@@ -42,60 +44,6 @@ use olm_guard_runtime::{Limits, Runtime};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The module's answer, reduced to what a native policy can say.
-#[derive(Debug)]
-enum ModuleAnswer {
-    SettingsRefused,
-    Allowed(Vec<String>),
-    /// The object as the module's patch leaves it.
-    Mutated {
-        object: Value,
-    },
-    Denied(String),
-}
-
-fn module_answer(
-    policy: &Policy,
-    request: &Value,
-    settings: &Value,
-    cluster: Arc<olm_guard_snapshot::Snapshot>,
-) -> anyhow::Result<ModuleAnswer> {
-    match policy.validate_settings(settings) {
-        Ok(()) => {}
-        Err(PolicyError::InvalidSettings(_)) => return Ok(ModuleAnswer::SettingsRefused),
-        Err(e) => bail!("validate_settings: {e}"),
-    }
-    let response = policy.validate(request, settings, cluster)?.response;
-    Ok(if !response.allowed {
-        ModuleAnswer::Denied(response.status.and_then(|s| s.message).unwrap_or_default())
-    } else if response.patch.is_some() {
-        let object = request.get("object").cloned().unwrap_or(Value::Null);
-        let patched = olm_guard_conformance::apply_patch(response.patch.as_deref(), &object)?;
-        ModuleAnswer::Mutated {
-            object: patched.unwrap_or(object),
-        }
-    } else {
-        ModuleAnswer::Allowed(response.warnings.unwrap_or_default())
-    })
-}
-
-/// A native warning without the API server's prefix
-/// ("Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': ").
-fn warning_text(warning: &str) -> &str {
-    warning
-        .split_once("': ")
-        .map(|(_, text)| text)
-        .unwrap_or(warning)
-}
-
-/// A native denial without the API server's prefix.
-fn denial_text(message: &str) -> &str {
-    message
-        .split_once("denied request: ")
-        .map(|(_, text)| text)
-        .unwrap_or(message)
 }
 
 /// Whether the message a cluster shows is the module's, word for word.

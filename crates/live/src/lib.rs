@@ -18,6 +18,10 @@
 //!   and what to do.
 //! - [`Live::list_pages`]: every object of a kind, page by page, for an
 //!   audit or a snapshot.
+//! - [`Live::write_reports`]: an audit's report objects written into the
+//!   cluster as Kubewarden's audit scanner writes them, the reports of an
+//!   earlier run deleted; [`Live::missing_permissions`]: what the
+//!   kubeconfig's user may not do, asked before anything is done.
 //!
 //! No error, log line or report carries a credential: errors are built
 //! from what was asked and the server's status, never from the
@@ -43,9 +47,11 @@ mod discovery;
 mod error;
 mod once;
 mod pages;
+mod reports;
 
 pub use cluster::{Answered, LiveCluster};
 pub use connect::{DEFAULT_TIMEOUT, Live, Target};
 pub use discovery::Resource;
 pub use error::LiveError;
 pub use pages::{DEFAULT_PAGE_SIZE, Listed};
+pub use reports::{Permission, ReportKinds, ReportsWritten};

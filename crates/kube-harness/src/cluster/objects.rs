@@ -77,20 +77,36 @@ impl TestCluster {
         }
     }
 
-    /// The served resource of an object's kind.
+    /// The served resource of an object's kind, from discovery once per
+    /// kind (a kind found stays found: the tests delete no CRD they
+    /// installed).
     pub(super) fn resource_of(&self, object: &Value) -> Result<(ApiResource, bool), ClusterError> {
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();
+        let key = (api_version.to_string(), kind.to_string());
+        if let Some(found) = self
+            .discovered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return Ok(found.clone());
+        }
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
         let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
         let (resource, capabilities) = self
             .runtime
             .block_on(kube::discovery::pinned_kind(&self.client, &gvk))
             .map_err(|e| request_error(&format!("finding {api_version} {kind}"), e))?;
-        Ok((
+        let found = (
             resource,
             capabilities.scope == kube::discovery::Scope::Namespaced,
-        ))
+        );
+        self.discovered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, found.clone());
+        Ok(found)
     }
 
     /// Whether the server serves `kind` of `api_version` (its discovery

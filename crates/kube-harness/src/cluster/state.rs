@@ -71,7 +71,12 @@ impl TestCluster {
             Err(refusal) if refusal.reason == "AlreadyExists" => {
                 let original = self.get(object)?;
                 let replaced = self.replace(object)?;
-                if replaced.is_ok() {
+                // What these changes created goes on undo; only what was
+                // there before them is put back.
+                let ours = changes.entries.iter().any(|change| {
+                    matches!(change, Change::Created(created) if same_object(created, object))
+                });
+                if replaced.is_ok() && !ours {
                     changes.entries.push(Change::Replaced(original));
                 }
                 Ok(replaced)
@@ -265,6 +270,21 @@ impl TestCluster {
         }
         Ok(removed)
     }
+}
+
+/// Whether `a` and `b` name the same object: kind, namespace, name.
+fn same_object(a: &Value, b: &Value) -> bool {
+    let group = |o: &Value| {
+        o["apiVersion"]
+            .as_str()
+            .and_then(|v| v.split_once('/'))
+            .map_or("", |(group, _)| group)
+            .to_string()
+    };
+    group(a) == group(b)
+        && a["kind"] == b["kind"]
+        && a["metadata"]["namespace"] == b["metadata"]["namespace"]
+        && a["metadata"]["name"] == b["metadata"]["name"]
 }
 
 /// `Kind namespace/name`, for messages.

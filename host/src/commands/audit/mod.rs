@@ -43,6 +43,8 @@ Examples:
   olm-guard audit --cluster olm.yaml -o html > audit.html
   olm-guard audit --cluster olm.yaml -o report | kubectl apply -f -
   olm-guard audit --cluster olm.yaml -o report --report-kind policyreport
+  olm-guard audit --context prod --write-reports   # Report/ClusterReport objects in the cluster
+  kubectl get reports,clusterreports -A -l app.kubernetes.io/managed-by=olm-guard
 
 What is audited: without --cluster, or with --kubeconfig or --context, a
 live cluster (the kubeconfig resolved as kubectl resolves it): every kind the
@@ -67,6 +69,16 @@ read is an `error` result naming its file and document; a --cluster or
 --api-resources file that holds no object stops the audit (exit 2) unless
 --allow-empty says an empty cluster is meant (an empty live cluster is
 audited as it is).
+
+Reports in the cluster (--write-reports): as Kubewarden's audit scanner
+writes them, one Report per audited namespaced object (in its namespace)
+and one ClusterReport per cluster-scoped object, named after the object's
+uid and owned by it, labelled app.kubernetes.io/managed-by=olm-guard and
+olm-guard.io/audit-run=<this audit>; an existing report of that name is
+overwritten, and the reports of earlier audits this one did not write are
+deleted. The kubeconfig's user needs get, list, create, update and
+deletecollection on reports and clusterreports (openreports.io), asked
+before the audit starts; when the audit fails, nothing is written.
 
 Exit codes:
   0  the audit ran; nothing failed, or something did without --fail-on-violation
@@ -119,10 +131,18 @@ pub struct AuditArgs {
     /// result), one self-contained HTML page, or report CRs.
     #[arg(short, long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
-    /// With `-o report`: openreports.io/v1alpha1 Report/ClusterReport, or
-    /// wgpolicyk8s.io/v1alpha2 PolicyReport/ClusterPolicyReport.
+    /// With `-o report` and --write-reports: openreports.io/v1alpha1
+    /// Report/ClusterReport, or wgpolicyk8s.io/v1alpha2
+    /// PolicyReport/ClusterPolicyReport.
     #[arg(long, value_enum, default_value_t = ReportKind::Openreports)]
     pub report_kind: ReportKind,
+    /// Write the results into the live cluster as report objects
+    /// (--report-kind), as Kubewarden's audit scanner does: one per audited
+    /// object, created or overwritten in place; then the reports an earlier
+    /// audit wrote and this one did not (their objects gone) are deleted.
+    /// Nothing is written when the audit fails.
+    #[arg(long)]
+    pub write_reports: bool,
     /// In the table, list passing results too (JSON, HTML and reports
     /// always hold every result).
     #[arg(long)]
@@ -170,6 +190,13 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     // A cluster that cannot be reached, or files that cannot be read, are
     // said before the modules compile.
     let live_cluster = args.live.given() || args.cluster.is_empty();
+    if args.write_reports && !live_cluster {
+        anyhow::bail!(
+            "--write-reports writes into a live cluster, and --cluster alone audits files: add \
+             --kubeconfig or --context (the files then complete the cluster), or print the \
+             reports with -o report"
+        );
+    }
     let (session, files) = if live_cluster {
         (Some(args.live.session()?), None)
     } else {
@@ -179,6 +206,15 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
             args.allow_empty,
         )?;
         (None, Some(files))
+    };
+    // Where the reports go, and whether they may be written there, before
+    // any work.
+    let report_target = match (&session, args.write_reports) {
+        (Some(session), true) => {
+            let (api_version, namespaced, cluster) = report::kinds(args.report_kind);
+            Some(session.report_target(api_version, (namespaced, cluster))?)
+        }
+        _ => None,
     };
     let modules = modules_of(args)?;
     let names: Vec<&str> = modules.iter().map(|(name, _)| name.as_str()).collect();
@@ -228,6 +264,23 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     if let Some(failure) = live_context.as_ref().and_then(LiveContext::failure) {
         anyhow::bail!("{failure}; the audit is incomplete, so no report is printed");
     }
+    let run_id = report::run_id();
+    let reports = || report::reports(&audit, &findings, args.report_kind, &run_id);
+    if let (Some(session), Some(target)) = (&session, &report_target) {
+        let reports = reports();
+        let owner = format!("{}={}", report::OWNER.0, report::OWNER.1);
+        let run = format!("{}={run_id}", report::RUN_LABEL);
+        let written = session.write_reports(target, &reports, &owner, &run)?;
+        eprintln!(
+            "olm-guard audit: wrote {} into {} ({} created, {} updated); deleted {} of an earlier \
+             audit",
+            count(reports.len(), "report"),
+            session.server(),
+            written.created,
+            written.updated,
+            written.deleted
+        );
+    }
     let elapsed = started.elapsed();
 
     let mut out = std::io::stdout().lock();
@@ -244,7 +297,7 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         Output::Json => write_json(&mut out, &to_json(&audit, &findings))?,
         Output::Yaml => write_yaml(&mut out, &to_json(&audit, &findings))?,
         Output::Html => html::write(&mut out, &audit, &findings)?,
-        Output::Report => report::write(&mut out, &audit, &findings, args.report_kind)?,
+        Output::Report => report::write(&mut out, &reports())?,
     }
     out.flush()?;
     let counts = counts(&findings);

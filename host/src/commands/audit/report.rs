@@ -1,5 +1,6 @@
-//! `-o report`: the reports Kubewarden's audit scanner writes, as a YAML
-//! stream ready for `kubectl apply -f -`.
+//! `-o report` and `--write-reports`: the reports Kubewarden's audit
+//! scanner writes, as a YAML stream ready for `kubectl apply -f -`, or
+//! written into the cluster (`olm_guard_live::Live::write_reports`).
 //!
 //! The shape follows kubewarden/kubewarden-controller,
 //! `audit-scanner/internal/report/report.go` (`getReportObjectMeta`,
@@ -25,12 +26,41 @@ use crate::findings::{Finding, Outcome, SNAPSHOT_POLICY, Subject};
 
 /// Reports are labelled as ours, not the scanner's: the scanner deletes the
 /// reports labelled `app.kubernetes.io/managed-by: kubewarden` of earlier
-/// runs, and must not take these for its own.
-const MANAGED_BY: &str = "olm-guard";
+/// runs, and must not take these for its own; a later audit finds its own
+/// by this label.
+pub const OWNER: (&str, &str) = ("app.kubernetes.io/managed-by", "olm-guard");
 
-/// Every report, in order: cluster-scoped objects' first, then by
-/// namespace, kind and name; the snapshot's unreadable documents last.
-pub fn reports(audit: &Audit, findings: &[Finding], kind: ReportKind) -> Vec<Value> {
+/// The label of the audit run that wrote a report, as the scanner's
+/// `kubewarden.io/audit-scanner-run-uid`: a later run deletes the reports
+/// of every other run.
+pub const RUN_LABEL: &str = "olm-guard.io/audit-run";
+
+/// A run's label value: unique per audit (the time in nanoseconds and
+/// the process), within a label value's 63 characters.
+pub fn run_id() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{nanos:x}-{:x}", std::process::id())
+}
+
+/// The report kinds of `kind`: (API version, namespaced kind, cluster kind).
+pub fn kinds(kind: ReportKind) -> (&'static str, &'static str, &'static str) {
+    match kind {
+        ReportKind::Openreports => ("openreports.io/v1alpha1", "Report", "ClusterReport"),
+        ReportKind::Policyreport => (
+            "wgpolicyk8s.io/v1alpha2",
+            "PolicyReport",
+            "ClusterPolicyReport",
+        ),
+    }
+}
+
+/// Every report of the run `run`, in order: cluster-scoped objects' first,
+/// then by namespace, kind and name; the snapshot's unreadable documents
+/// last.
+pub fn reports(audit: &Audit, findings: &[Finding], kind: ReportKind, run: &str) -> Vec<Value> {
     let seconds = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -53,17 +83,15 @@ pub fn reports(audit: &Audit, findings: &[Finding], kind: ReportKind) -> Vec<Val
     if !documents.is_empty() {
         reports.push(report(audit, None, &documents, kind, seconds));
     }
+    for report in &mut reports {
+        report["metadata"]["labels"][RUN_LABEL] = json!(run);
+    }
     reports
 }
 
 /// Writes [`reports`] as a YAML stream.
-pub fn write(
-    out: &mut impl Write,
-    audit: &Audit,
-    findings: &[Finding],
-    kind: ReportKind,
-) -> anyhow::Result<()> {
-    for report in reports(audit, findings, kind) {
+pub fn write(out: &mut impl Write, reports: &[Value]) -> anyhow::Result<()> {
+    for report in reports {
         writeln!(out, "---")?;
         out.write_all(serde_yaml_ng::to_string(&report)?.as_bytes())?;
     }
@@ -78,21 +106,18 @@ fn report(
     seconds: u64,
 ) -> Value {
     let namespaced = object.is_some_and(|o| !o.cluster_scoped && !o.namespace.is_empty());
-    let (api_version, report_kind) = match (kind, namespaced) {
-        (ReportKind::Openreports, true) => ("openreports.io/v1alpha1", "Report"),
-        (ReportKind::Openreports, false) => ("openreports.io/v1alpha1", "ClusterReport"),
-        (ReportKind::Policyreport, true) => ("wgpolicyk8s.io/v1alpha2", "PolicyReport"),
-        (ReportKind::Policyreport, false) => ("wgpolicyk8s.io/v1alpha2", "ClusterPolicyReport"),
+    let (api_version, namespaced_kind, cluster_kind) = kinds(kind);
+    let report_kind = if namespaced {
+        namespaced_kind
+    } else {
+        cluster_kind
     };
     let mut metadata = Map::new();
     metadata.insert("name".into(), json!(report_name(object)));
     if namespaced && let Some(object) = object {
         metadata.insert("namespace".into(), json!(object.namespace));
     }
-    metadata.insert(
-        "labels".into(),
-        json!({"app.kubernetes.io/managed-by": MANAGED_BY}),
-    );
+    metadata.insert("labels".into(), json!({OWNER.0: OWNER.1}));
     // An owner reference needs the uid: the report then goes with the object.
     if let Some(object) = object.filter(|o| !o.uid.is_empty()) {
         metadata.insert(

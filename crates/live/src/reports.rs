@@ -1,0 +1,245 @@
+//! An audit's reports written into the cluster, as Kubewarden's audit
+//! scanner writes its own (kubewarden/kubewarden-controller,
+//! `internal/audit-scanner/report/openreports_store.go`,
+//! `CreateOrPatchReport` and `DeleteOldReports`): each report created, or
+//! its stored object of the same name overwritten; then the reports of the
+//! same owner left by an earlier run (a run label other than this run's)
+//! deleted, namespace by namespace, with one `deletecollection` each.
+//!
+//! Before anything is written, the kubeconfig's user is asked
+//! (SelfSubjectAccessReviews, [`Live::missing_permissions`]) for every
+//! permission the writing needs, so that a user who may not finish it
+//! changes nothing.
+
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::core::Request;
+use serde_json::{Value, json};
+
+use crate::connect::Live;
+use crate::discovery::Resource;
+use crate::error::LiveError;
+
+/// One permission: a verb on a resource of a group, in every namespace
+/// (`namespace: None`) or one.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Permission {
+    /// `create`, `list`, `deletecollection` ...
+    pub verb: String,
+    /// The API group, `""` for the core group.
+    pub group: String,
+    /// The plural resource name.
+    pub resource: String,
+    /// The namespace; `None`: all of them.
+    pub namespace: Option<String>,
+}
+
+impl std::fmt::Display for Permission {
+    /// As `kubectl auth can-i` takes it: `create reports.openreports.io`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.verb, self.resource)?;
+        if !self.group.is_empty() {
+            write!(f, ".{}", self.group)?;
+        }
+        match &self.namespace {
+            Some(namespace) => write!(f, " -n {namespace}"),
+            None => write!(f, " --all-namespaces"),
+        }
+    }
+}
+
+/// What writing the reports did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportsWritten {
+    /// Reports that were not there.
+    pub created: usize,
+    /// Reports of the same name overwritten.
+    pub updated: usize,
+    /// Reports of an earlier run deleted.
+    pub deleted: usize,
+}
+
+/// The two kinds reports are written as: per namespace, and cluster-wide.
+#[derive(Debug, Clone)]
+pub struct ReportKinds {
+    /// `Report` (or `PolicyReport`): for namespaced objects.
+    pub namespaced: Resource,
+    /// `ClusterReport` (or `ClusterPolicyReport`).
+    pub cluster: Resource,
+}
+
+impl ReportKinds {
+    /// The permissions writing reports of these kinds needs: `get`,
+    /// `create`, `update` and `list` of both, and `deletecollection` to
+    /// take an earlier run's away (what audit-scanner's ClusterRole grants
+    /// it, but for `patch` and `watch`, which olm-guard does not use).
+    pub fn permissions(&self) -> Vec<Permission> {
+        let mut permissions = Vec::new();
+        for resource in [&self.namespaced, &self.cluster] {
+            for verb in ["get", "list", "create", "update", "deletecollection"] {
+                permissions.push(Permission {
+                    verb: verb.into(),
+                    group: resource.group.clone(),
+                    resource: resource.plural.clone(),
+                    namespace: None,
+                });
+            }
+        }
+        permissions
+    }
+}
+
+impl Live {
+    /// The permissions of `wanted` the kubeconfig's user does not hold, as
+    /// the server answers a SelfSubjectAccessReview for each.
+    pub fn missing_permissions(&self, wanted: &[Permission]) -> Result<Vec<Permission>, LiveError> {
+        let reviews = Request::new("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews");
+        let mut missing = Vec::new();
+        for permission in wanted {
+            let review = json!({
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": {
+                    "verb": permission.verb,
+                    "group": permission.group,
+                    "resource": permission.resource,
+                    "namespace": permission.namespace.clone().unwrap_or_default(),
+                }},
+            });
+            let what = format!("asking whether it may {permission}");
+            let request = self.build(&what, || {
+                reviews.create(&PostParams::default(), to_vec(&review)?)
+            })?;
+            let client = self.client.clone();
+            let answer: Value = self.call(&what, async move { client.request(request).await })?;
+            if answer.pointer("/status/allowed") != Some(&Value::Bool(true)) {
+                missing.push(permission.clone());
+            }
+        }
+        Ok(missing)
+    }
+
+    /// Writes `reports` (each a report object of `kinds`, labelled with
+    /// `owner` and `run`, both `key=value`), then deletes the reports
+    /// labelled `owner` whose run label is not `run`'s.
+    pub fn write_reports(
+        &self,
+        kinds: &ReportKinds,
+        reports: &[Value],
+        owner: &str,
+        run: &str,
+    ) -> Result<ReportsWritten, LiveError> {
+        let mut written = ReportsWritten::default();
+        for report in reports {
+            let namespace = report
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str);
+            let resource = if namespace.is_some() {
+                &kinds.namespaced
+            } else {
+                &kinds.cluster
+            };
+            let name = report
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let collection = Request::new(resource.collection(namespace));
+            let what = format!("writing {} {name}", resource.qualified());
+            let get = self.build(&what, || collection.get(name, &Default::default()))?;
+            let client = self.client.clone();
+            let stored = match self.call(&what, async move { client.request::<Value>(get).await }) {
+                Ok(stored) => Some(stored),
+                Err(e) if e.code() == Some(404) => None,
+                Err(e) => return Err(e),
+            };
+            let client = self.client.clone();
+            match stored {
+                None => {
+                    let create = self.build(&what, || {
+                        collection.create(&PostParams::default(), to_vec(report)?)
+                    })?;
+                    self.call(&what, async move { client.request::<Value>(create).await })?;
+                    written.created += 1;
+                }
+                Some(stored) => {
+                    let mut replacement = report.clone();
+                    replacement["metadata"]["resourceVersion"] =
+                        stored["metadata"]["resourceVersion"].clone();
+                    let replace = self.build(&what, || {
+                        collection.replace(name, &PostParams::default(), to_vec(&replacement)?)
+                    })?;
+                    self.call(&what, async move { client.request::<Value>(replace).await })?;
+                    written.updated += 1;
+                }
+            }
+        }
+        written.deleted = self.delete_other_runs(kinds, owner, run)?;
+        Ok(written)
+    }
+
+    /// Deletes the reports labelled `owner` of any run but `run`: one
+    /// `deletecollection` per namespace that holds some, and one of the
+    /// cluster reports. How many there were.
+    fn delete_other_runs(
+        &self,
+        kinds: &ReportKinds,
+        owner: &str,
+        run: &str,
+    ) -> Result<usize, LiveError> {
+        let (run_key, run_value) = run.split_once('=').unwrap_or((run, ""));
+        let selector = format!("{owner},{run_key}!={run_value}");
+        let mut deleted = 0;
+        for resource in [&kinds.namespaced, &kinds.cluster] {
+            let selection = crate::pages::Selection {
+                label_selector: Some(selector.clone()),
+                ..Default::default()
+            };
+            let old = self.list_selected(resource, &selection, 500, &mut |_| {})?;
+            deleted += old.len();
+            let mut namespaces: Vec<Option<&str>> = old
+                .iter()
+                .map(|report| {
+                    report
+                        .pointer("/metadata/namespace")
+                        .and_then(Value::as_str)
+                })
+                .collect();
+            namespaces.sort();
+            namespaces.dedup();
+            for namespace in namespaces {
+                let collection = Request::new(resource.collection(namespace));
+                let what = format!(
+                    "deleting the {} of an earlier audit{}",
+                    resource.qualified(),
+                    namespace.map(|n| format!(" in {n}")).unwrap_or_default()
+                );
+                let delete = self.build(&what, || {
+                    collection.delete_collection(
+                        &DeleteParams::default(),
+                        &ListParams::default().labels(&selector),
+                    )
+                })?;
+                let client = self.client.clone();
+                self.call(&what, async move { client.request::<Value>(delete).await })?;
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// A request built by `build`, or a client error naming `what`.
+    fn build(
+        &self,
+        what: &str,
+        build: impl FnOnce() -> Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    ) -> Result<http::Request<Vec<u8>>, LiveError> {
+        build().map_err(|e| LiveError::Client {
+            server: self.server().to_string(),
+            what: what.to_string(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// `value` as a request body.
+fn to_vec(value: &Value) -> Result<Vec<u8>, kube::core::request::Error> {
+    serde_json::to_vec(value).map_err(kube::core::request::Error::SerializeBody)
+}
