@@ -18,6 +18,8 @@
 //!   and what to do.
 //! - [`Live::list_pages`]: every object of a kind, page by page, for an
 //!   audit or a snapshot.
+//! - [`Live::can_i`]: whether the kubeconfig's user may do something (a
+//!   SelfSubjectAccessReview), for a command to check what it needs first.
 //!
 //! No error, log line or report carries a credential: errors are built
 //! from what was asked and the server's status, never from the
@@ -37,6 +39,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod access;
 mod cluster;
 mod connect;
 mod discovery;
