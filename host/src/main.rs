@@ -1,6 +1,37 @@
 //! `olm-guard`: evaluate Kubewarden policy modules against AdmissionReviews
 //! and cluster snapshots, run scenario suites, and annotate modules.
 
+// The standard `eprintln!` and `eprint!` panic when stderr is a closed
+// pipe (`olm-guard ... 2>&1 | head` once head has left), and a panic is
+// exit 101 with a message nobody reads. These drop the line instead: there
+// is no reader left for it. Defined before the modules, they are the ones
+// every module below calls (a `macro_rules!` is in scope in the modules
+// declared after it).
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+// The standard `println!` panics when stdout is a closed pipe. Most output
+// is written with `writeln!` and `?`, so that main ends quietly
+// (`output::is_broken_pipe`); the few commands that print line by line
+// (`bench`, `keygen`, `playground`) end here the same way, with exit 0,
+// as a Unix tool ends on SIGPIPE. Any other failure to write still panics,
+// as the standard macro does.
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            panic!("failed printing to stdout: {e}");
+        }
+    }};
+}
+
 // The commands, one place each (`commands/`); what several of them share,
 // one module each, below.
 mod commands;
@@ -110,6 +141,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader of stdout left (`| head`): nothing is said, since
+        // nobody reads it, and the output it took was right.
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("olm-guard: {}", one_line(&format!("{e:#}")));
             // 1 is kept for a verdict that fails (`run --fail-on-deny`,

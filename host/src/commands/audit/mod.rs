@@ -158,6 +158,8 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     // Exit 1 is kept for violations, so anything that stops the audit is 2.
     match run(&args) {
         Ok(code) => Ok(code),
+        // The reader of stdout left (`| head`): main ends quietly.
+        Err(e) if crate::output::is_broken_pipe(&e) => Err(e),
         Err(e) => {
             eprintln!("olm-guard: {}", one_line(&format!("{e:#}")));
             Ok(ExitCode::from(EXIT_UNUSABLE))
