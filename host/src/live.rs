@@ -71,6 +71,101 @@ impl LiveArgs {
     pub fn given(&self) -> bool {
         self.kubeconfig.is_some() || self.context.is_some()
     }
+
+    /// Whether a kubeconfig names a cluster, as kubectl finds one:
+    /// `--kubeconfig` or `--context`, else `KUBECONFIG` set, else
+    /// `~/.kube/config` present.
+    pub fn available(&self) -> bool {
+        self.given()
+            || kubeconfig_variable().is_some()
+            || home_kubeconfig().is_some_and(|p| p.is_file())
+    }
+
+    /// The kubeconfig files that will be read, checked before connecting:
+    /// each `KUBECONFIG` file exists, and a file given is a kubeconfig, so
+    /// that a wrong one is named with the fix instead of an OS error or a
+    /// missing current-context.
+    #[cfg(feature = "live")]
+    fn check_kubeconfig(&self) -> anyhow::Result<()> {
+        if let Some(path) = &self.kubeconfig {
+            return check_kubeconfig_file(&path.display().to_string(), path, "--kubeconfig");
+        }
+        let Some(value) = kubeconfig_variable() else {
+            return match home_kubeconfig().filter(|path| path.is_file()) {
+                Some(path) => check_kubeconfig_file("~/.kube/config", &path, "~/.kube/config"),
+                None => Ok(()),
+            };
+        };
+        for path in std::env::split_paths(&value).filter(|p| !p.as_os_str().is_empty()) {
+            let shown = format!("{} (from KUBECONFIG)", path.display());
+            if !path.exists() {
+                anyhow::bail!(
+                    "kubeconfig {shown}: no such file; set KUBECONFIG to the kubeconfig kubectl \
+                     uses, unset it to use ~/.kube/config, or pass --kubeconfig PATH"
+                );
+            }
+            check_kubeconfig_file(&shown, &path, "KUBECONFIG")?;
+        }
+        Ok(())
+    }
+}
+
+/// `KUBECONFIG`, when set and not empty.
+fn kubeconfig_variable() -> Option<std::ffi::OsString> {
+    std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty())
+}
+
+/// `~/.kube/config`, where kubectl looks without `KUBECONFIG`.
+fn home_kubeconfig() -> Option<PathBuf> {
+    std::env::home_dir().map(|home| home.join(".kube").join("config"))
+}
+
+/// Refuses a file that is no kubeconfig: a Kubernetes object of another
+/// kind (a manifest given as --kubeconfig instead of --cluster), or YAML
+/// with no cluster, context or user. Only `kind` is quoted, never the
+/// file's contents (a kubeconfig holds credentials). A file that cannot be
+/// read or parsed is left to the client, which says why.
+#[cfg(feature = "live")]
+fn check_kubeconfig_file(shown: &str, path: &std::path::Path, flag: &str) -> anyhow::Result<()> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(());
+    };
+    let Ok(document) = serde_yaml_ng::from_str::<Value>(&text) else {
+        return Ok(());
+    };
+    let kind = document.get("kind").and_then(Value::as_str).unwrap_or("");
+    let has = |key: &str| document.get(key).is_some_and(|v| !v.is_null());
+    let what = if !kind.is_empty() && kind != "Config" {
+        format!("a {kind}, not a kubeconfig (kind: Config)")
+    } else if document.is_object() && !has("clusters") && !has("contexts") && !has("users") {
+        "not a kubeconfig: it has no clusters, contexts or users".to_string()
+    } else {
+        return Ok(());
+    };
+    let hint = match flag {
+        "--kubeconfig" => {
+            "; pass the file kubectl uses as --kubeconfig, and objects to read as a cluster \
+             with --cluster FILE"
+        }
+        "KUBECONFIG" => "; point KUBECONFIG at the file kubectl uses, or pass --kubeconfig PATH",
+        _ => "; fix it, or pass --kubeconfig PATH",
+    };
+    anyhow::bail!("kubeconfig {shown}: {what}{hint}")
+}
+
+/// Whether a module reads the cluster: it may list or get kinds
+/// (`contextAwareResources`) or call a `kubernetes/*` host capability
+/// (every capability when its metadata lists none).
+pub fn reads_cluster(metadata: &Metadata) -> bool {
+    !metadata.context_aware_resources.is_empty()
+        || metadata
+            .host_capabilities
+            .as_ref()
+            .is_none_or(|capabilities| {
+                capabilities
+                    .iter()
+                    .any(|c| c == "*" || c.starts_with("kubernetes/"))
+            })
 }
 
 /// A served kind, as the commands need it.
@@ -440,6 +535,7 @@ mod imp {
     impl LiveArgs {
         /// Connects (reading the kubeconfig and the server's `/version`).
         pub fn session(&self) -> anyhow::Result<Session> {
+            self.check_kubeconfig()?;
             let target = Target {
                 kubeconfig: self.kubeconfig.clone(),
                 context: self.context.clone(),

@@ -44,6 +44,7 @@ mod live;
 mod modules;
 mod output;
 mod registry;
+mod requester;
 mod session;
 mod settings;
 mod verification;

@@ -508,7 +508,11 @@ fn every_json_output_is_one_json_document() {
         (&["run"], vec!["catalog-union", "--request", &request], 1),
         (&["run"], vec!["catalog-union", "--object", &cs], 1),
         (&["run"], vec!["catalog-union", "--object", &cs_twice], 2),
-        (&["run"], vec!["all", "--object", manifest], 2),
+        (
+            &["run"],
+            vec!["all", "--object", manifest, "--no-cluster"],
+            2,
+        ),
         (&["test"], vec!["testdata/catalog-union"], 1),
         (&["test"], vec!["examples/suites/catalog-union.yaml"], 1),
         (

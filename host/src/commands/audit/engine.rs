@@ -114,14 +114,13 @@ pub struct Requester {
 }
 
 impl Requester {
-    fn user_info(&self) -> Option<Value> {
+    /// The `userInfo` of the requests: `--as` in its groups as the API
+    /// server completes them; none without `--as`.
+    pub fn user_info(&self) -> Option<Value> {
+        // The groups the API server completes for the user (`run` sends
+        // the same).
         self.user.as_ref().map(|user| {
-            let mut groups = self.groups.clone();
-            // The API server adds it to every authenticated user.
-            if !groups.iter().any(|g| g == "system:authenticated") {
-                groups.push("system:authenticated".into());
-            }
-            json!({"username": user, "groups": groups})
+            json!({"username": user, "groups": crate::requester::groups_of(user, &self.groups)})
         })
     }
 }

@@ -148,13 +148,9 @@ pub fn render(audit: &Audit, findings: &[Finding]) -> String {
     let (objects, audited) = audit.coverage();
     let requester = match &audit.requester.user {
         Some(user) => format!(
-            "as <b>{}</b>{}",
+            "as <b>{}</b> (groups {})",
             escape(user),
-            if audit.requester.groups.is_empty() {
-                String::new()
-            } else {
-                format!(" (groups {})", escape(&audit.requester.groups.join(", ")))
-            }
+            escape(&crate::requester::groups_of(user, &audit.requester.groups).join(", "))
         ),
         None => "without a requester (no --as): checks that need one are skipped".into(),
     };

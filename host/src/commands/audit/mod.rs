@@ -414,10 +414,7 @@ fn to_json(audit: &Audit, findings: &[Finding]) -> Value {
     json!({
         "objects": objects,
         "objectsAudited": covered,
-        "requester": audit.requester.user.as_ref().map(|user| json!({
-            "username": user,
-            "groups": audit.requester.groups,
-        })),
+        "requester": audit.requester.user_info(),
         "policies": audit.policies.iter().map(|p| json!({
             "name": p.module.name,
             "backgroundAudit": p.module.metadata.background_audit,
