@@ -282,21 +282,25 @@ pub enum Wanted {
 }
 
 /// The kinds the server serves among `wanted` (each once), and what it does
-/// not serve, named by group version (`v1 Namespace; rbac.authorization.k8s.io/v1
-/// ClusterRole, clusterroles`); empty when it serves them all.
+/// not serve, named by group version and resource (`v1 namespaces;
+/// operators.coreos.com/v1alpha1 scopeinstances, scopetemplates`); empty
+/// when it serves them all.
 pub fn resolve(session: &Session, wanted: &[Wanted]) -> anyhow::Result<(Vec<Kind>, String)> {
     let mut served: Vec<Kind> = Vec::new();
-    let mut missing: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+    let mut missing: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> =
         Default::default();
     for entry in wanted {
         let (found, api_version, name) = match entry {
-            Wanted::Kind(api_version, kind) => {
-                (session.kind(api_version, kind)?, api_version, kind)
-            }
+            // Both named by resource, as the message names them.
+            Wanted::Kind(api_version, kind) => (
+                session.kind(api_version, kind)?,
+                api_version,
+                olm_guard_evaluator::input::guess_resource(kind),
+            ),
             Wanted::Resource(api_version, plural) => (
                 session.kind_by_plural(api_version, plural)?,
                 api_version,
-                plural,
+                plural.clone(),
             ),
         };
         match found {
@@ -425,6 +429,134 @@ pub fn snapshot_of(
     Ok(snapshot)
 }
 
+/// A permission a command needs from RBAC: a verb on a resource of a
+/// group, in every namespace (or at the cluster scope), and what needs it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Permission {
+    /// `list`, `create`.
+    pub verb: String,
+    /// The API group; `""` for the core group.
+    pub group: String,
+    /// The plural resource.
+    pub resource: String,
+    /// What needs it (`judged by og-intersection`), said when it is
+    /// missing.
+    pub needed_by: Vec<String>,
+}
+
+impl Permission {
+    /// `list` on `kind`, for `why`.
+    pub fn list(kind: &Kind, why: String) -> Permission {
+        Permission {
+            verb: "list".into(),
+            group: kind
+                .api_version
+                .split_once('/')
+                .map_or("", |(group, _)| group)
+                .to_string(),
+            resource: kind.plural.clone(),
+            needed_by: vec![why],
+        }
+    }
+
+    /// `create subjectaccessreviews`, which `can_i` asks for, for `why`.
+    pub fn create_subject_access_reviews(why: String) -> Permission {
+        Permission {
+            verb: "create".into(),
+            group: "authorization.k8s.io".into(),
+            resource: "subjectaccessreviews".into(),
+            needed_by: vec![why],
+        }
+    }
+
+    /// `list catalogsources.operators.coreos.com`, as `kubectl auth can-i`
+    /// takes it.
+    pub fn display(&self) -> String {
+        if self.group.is_empty() {
+            format!("{} {}", self.verb, self.resource)
+        } else {
+            format!("{} {}.{}", self.verb, self.resource, self.group)
+        }
+    }
+}
+
+/// `needs` with each permission once, what needs it merged.
+pub fn merge(needs: Vec<Permission>) -> Vec<Permission> {
+    let mut merged: Vec<Permission> = Vec::new();
+    for need in needs {
+        match merged
+            .iter_mut()
+            .find(|p| (&p.verb, &p.group, &p.resource) == (&need.verb, &need.group, &need.resource))
+        {
+            Some(known) => {
+                for why in need.needed_by {
+                    if !known.needed_by.contains(&why) {
+                        known.needed_by.push(why);
+                    }
+                }
+            }
+            None => merged.push(need),
+        }
+    }
+    merged.sort();
+    merged
+}
+
+/// The permissions of `needs` the kubeconfig's user lacks, each asked of
+/// the server at once (SelfSubjectAccessReviews); `None`, said on stderr,
+/// when the server cannot be asked (it refuses SelfSubjectAccessReviews):
+/// the command then meets any refusal as it comes.
+pub fn missing(session: &Session, needs: &[Permission]) -> Option<Vec<Permission>> {
+    let answers: Vec<anyhow::Result<bool>> = std::thread::scope(|scope| {
+        let asked: Vec<_> = needs
+            .iter()
+            .map(|need| scope.spawn(move || session.can_i(&need.verb, &need.group, &need.resource)))
+            .collect();
+        asked
+            .into_iter()
+            .map(|answer| {
+                answer
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the check panicked")))
+            })
+            .collect()
+    });
+    let mut missing = Vec::new();
+    for (need, answer) in needs.iter().zip(answers) {
+        match answer {
+            Ok(true) => {}
+            Ok(false) => missing.push(need.clone()),
+            Err(e) => {
+                eprintln!(
+                    "olm-guard: note: cannot check the permissions needed in advance ({}); any \
+                     refusal is said as it comes",
+                    crate::output::one_line(&format!("{e:#}"))
+                );
+                return None;
+            }
+        }
+    }
+    Some(missing)
+}
+
+/// One line naming every permission in `missing` and what needs each, for
+/// the user whom `session` connects as.
+pub fn missing_line(session: &Session, missing: &[Permission]) -> String {
+    let each = missing
+        .iter()
+        .map(|p| format!("{} ({})", p.display(), p.needed_by.join("; ")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "the kubeconfig's user may not do what this needs on the API server {} (asked with \
+         SelfSubjectAccessReviews, as `kubectl auth can-i` asks): {each}; grant {} (an RBAC \
+         ClusterRole bound to the user), or use a user that has {}",
+        session.server(),
+        if missing.len() == 1 { "it" } else { "them" },
+        if missing.len() == 1 { "it" } else { "them" },
+    )
+}
+
 pub use imp::{LiveContext, Session};
 
 #[cfg(feature = "live")]
@@ -504,7 +636,11 @@ mod imp {
         /// `read` objects so far.
         pub fn update(&self, read: usize) {
             if let Some(bar) = &self.bar {
-                bar.set_message(format!("listing {}: {read} objects", self.qualified));
+                bar.set_message(format!(
+                    "listing {}: {}",
+                    self.qualified,
+                    crate::output::count(read, "object")
+                ));
             }
         }
 
@@ -514,7 +650,8 @@ mod imp {
                 bar.finish_and_clear();
             }
             eprintln!(
-                "olm-guard: read {count} {} from {} in {:.2?}",
+                "olm-guard: read {} of {} from {} in {:.2?}",
+                crate::output::count(count, "object"),
                 self.qualified,
                 self.server,
                 self.started.elapsed()
@@ -576,6 +713,12 @@ mod imp {
                 .live
                 .resource_by_plural(api_version, plural)?
                 .map(kind_of))
+        }
+
+        /// Whether the kubeconfig's user may `verb` `resource` of `group`
+        /// in every namespace (a SelfSubjectAccessReview).
+        pub fn can_i(&self, verb: &str, group: &str, resource: &str) -> anyhow::Result<bool> {
+            Ok(self.live.can_i(verb, group, resource)?)
         }
 
         /// Every object of `kind`, page by page, with their types.
@@ -673,6 +816,11 @@ mod imp {
 
         /// Refuses, as [`LiveArgs::session`] does.
         pub fn list(&self, _: &Kind, _: u32) -> anyhow::Result<Vec<Value>> {
+            Err(without_live())
+        }
+
+        /// Refuses, as [`LiveArgs::session`] does.
+        pub fn can_i(&self, _: &str, _: &str, _: &str) -> anyhow::Result<bool> {
             Err(without_live())
         }
     }

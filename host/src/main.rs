@@ -66,16 +66,22 @@ use output::one_line;
     version,
     about = "Run olm-guard (Kubewarden waPC) policy modules locally",
     after_help = "\
-Exit codes (every subcommand): 0 success; 1 a verdict failed (run --fail-on-deny
-saw a denial, test saw a failed scenario); 2 an input could not be read, the
-settings were refused, or a module failed (trap, deadline, memory cap).
+Exit codes (every subcommand): 0 success; 1 a verdict failed (run or audit
+--fail-on-deny saw a denial, test saw a failed scenario); 2 an input could not
+be read, the settings were refused, or a module failed (trap, deadline, memory
+cap). A reader that closes the output early (`| head`) ends the command
+quietly with exit 0, as ripgrep and fd do.
+
+-o is the output format on every command (json, yaml, text, ... as each
+lists them); a file is --output-file FILE where a command writes one, or a
+redirect.
 
 Examples:
   olm-guard run catalog-union --object cs.yaml
   olm-guard run all --object install.yaml --cluster cluster.yaml
   olm-guard test testdata
   olm-guard audit --context prod                # the live cluster of a kubeconfig context
-  olm-guard snapshot -o cluster.yaml             # ... written to a file, to replay offline
+  olm-guard snapshot --output-file cluster.yaml  # ... written to a file, to replay offline
   olm-guard inspect dist/og-intersection.wasm -o yaml"
 )]
 struct Cli {
@@ -103,7 +109,7 @@ enum Command {
     Scaffold(scaffold::ScaffoldArgs),
     /// Push an annotated module to an OCI registry, as `kwctl push`.
     Push(push::PushArgs),
-    /// Pull a module from an OCI registry (into the cache, or -o FILE).
+    /// Pull a module from an OCI registry (into the cache, or --output-file FILE).
     Pull(pull::PullArgs),
     /// Write a cosign key pair (cosign.key, cosign.pub), as `cosign generate-key-pair`.
     Keygen(keygen::KeygenArgs),

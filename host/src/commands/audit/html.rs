@@ -156,9 +156,9 @@ pub fn render(audit: &Audit, findings: &[Finding]) -> String {
     };
     let _ = write!(
         html,
-        "<p>{objects} objects in the snapshot, {audited} covered by a module, {} results; \
-         evaluated {requester}.</p>",
-        findings.len()
+        "<p>{} in the snapshot, {audited} covered by a module, {}; evaluated {requester}.</p>",
+        crate::output::count(objects, "object"),
+        crate::output::count(findings.len(), "result"),
     );
 
     html.push_str("<h2>Results per policy</h2>");

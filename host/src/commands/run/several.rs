@@ -300,7 +300,7 @@ fn write_table(
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut names: Vec<&str> = policies.iter().map(|p| p.name.as_str()).collect();
     names.sort_unstable();
-    table::write(out, &names, &findings, true, colour)?;
+    table::write(out, &names, &findings, true, table::Skips::Inline, colour)?;
     let mutating: Vec<&str> = policies
         .iter()
         .filter(|p| p.metadata.mutating)
