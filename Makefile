@@ -58,7 +58,7 @@ dist: host wasm
 annotate:
 	@for p in $(POLICIES); do \
 	  $(HOST) annotate --metadata policies/$$p/metadata.yml --usage policies/$$p/README.md \
-	    --output dist/$$p.wasm dist/$$p.wasm || exit 1; \
+	    --output-file dist/$$p.wasm dist/$$p.wasm || exit 1; \
 	  echo "dist/$$p.wasm ($$(stat -c %s dist/$$p.wasm) bytes, annotated)"; \
 	done
 
@@ -186,16 +186,16 @@ deploy: dist
 	@mkdir -p deploy
 	@for p in $(POLICIES); do \
 	  $(HOST) scaffold manifest --type ClusterAdmissionPolicy --allow-context-aware \
-	    dist/$$p.wasm -o deploy/$$p.yaml 2>/dev/null || exit 1; \
+	    dist/$$p.wasm --output-file deploy/$$p.yaml 2>/dev/null || exit 1; \
 	done
-	$(HOST) scaffold policies $(patsubst %,dist/%.wasm,$(POLICIES)) -o deploy/policies.yml
+	$(HOST) scaffold policies $(patsubst %,dist/%.wasm,$(POLICIES)) --output-file deploy/policies.yml
 	@rm -rf deploy/native
-	$(HOST) scaffold vap all -o deploy/native
+	$(HOST) scaffold vap all --output-dir deploy/native
 	@find deploy/native-spec-group -type f ! -name settings.yaml -delete
-	$(HOST) scaffold vap group-authorization -o deploy/native-spec-group \
+	$(HOST) scaffold vap group-authorization --output-dir deploy/native-spec-group \
 	  --settings group-authorization=deploy/native-spec-group/settings.yaml
 	@find deploy/native-mutating -type f ! -name '*.settings.yaml' -delete
-	$(HOST) scaffold vap group-authorization catalog-union -o deploy/native-mutating \
+	$(HOST) scaffold vap group-authorization catalog-union --output-dir deploy/native-mutating \
 	  --settings group-authorization=deploy/native-mutating/group-authorization.settings.yaml \
 	  --settings catalog-union=deploy/native-mutating/catalog-union.settings.yaml
 

@@ -71,6 +71,101 @@ impl LiveArgs {
     pub fn given(&self) -> bool {
         self.kubeconfig.is_some() || self.context.is_some()
     }
+
+    /// Whether a kubeconfig names a cluster, as kubectl finds one:
+    /// `--kubeconfig` or `--context`, else `KUBECONFIG` set, else
+    /// `~/.kube/config` present.
+    pub fn available(&self) -> bool {
+        self.given()
+            || kubeconfig_variable().is_some()
+            || home_kubeconfig().is_some_and(|p| p.is_file())
+    }
+
+    /// The kubeconfig files that will be read, checked before connecting:
+    /// each `KUBECONFIG` file exists, and a file given is a kubeconfig, so
+    /// that a wrong one is named with the fix instead of an OS error or a
+    /// missing current-context.
+    #[cfg(feature = "live")]
+    fn check_kubeconfig(&self) -> anyhow::Result<()> {
+        if let Some(path) = &self.kubeconfig {
+            return check_kubeconfig_file(&path.display().to_string(), path, "--kubeconfig");
+        }
+        let Some(value) = kubeconfig_variable() else {
+            return match home_kubeconfig().filter(|path| path.is_file()) {
+                Some(path) => check_kubeconfig_file("~/.kube/config", &path, "~/.kube/config"),
+                None => Ok(()),
+            };
+        };
+        for path in std::env::split_paths(&value).filter(|p| !p.as_os_str().is_empty()) {
+            let shown = format!("{} (from KUBECONFIG)", path.display());
+            if !path.exists() {
+                anyhow::bail!(
+                    "kubeconfig {shown}: no such file; set KUBECONFIG to the kubeconfig kubectl \
+                     uses, unset it to use ~/.kube/config, or pass --kubeconfig PATH"
+                );
+            }
+            check_kubeconfig_file(&shown, &path, "KUBECONFIG")?;
+        }
+        Ok(())
+    }
+}
+
+/// `KUBECONFIG`, when set and not empty.
+fn kubeconfig_variable() -> Option<std::ffi::OsString> {
+    std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty())
+}
+
+/// `~/.kube/config`, where kubectl looks without `KUBECONFIG`.
+fn home_kubeconfig() -> Option<PathBuf> {
+    std::env::home_dir().map(|home| home.join(".kube").join("config"))
+}
+
+/// Refuses a file that is no kubeconfig: a Kubernetes object of another
+/// kind (a manifest given as --kubeconfig instead of --cluster), or YAML
+/// with no cluster, context or user. Only `kind` is quoted, never the
+/// file's contents (a kubeconfig holds credentials). A file that cannot be
+/// read or parsed is left to the client, which says why.
+#[cfg(feature = "live")]
+fn check_kubeconfig_file(shown: &str, path: &std::path::Path, flag: &str) -> anyhow::Result<()> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(());
+    };
+    let Ok(document) = serde_yaml_ng::from_str::<Value>(&text) else {
+        return Ok(());
+    };
+    let kind = document.get("kind").and_then(Value::as_str).unwrap_or("");
+    let has = |key: &str| document.get(key).is_some_and(|v| !v.is_null());
+    let what = if !kind.is_empty() && kind != "Config" {
+        format!("a {kind}, not a kubeconfig (kind: Config)")
+    } else if document.is_object() && !has("clusters") && !has("contexts") && !has("users") {
+        "not a kubeconfig: it has no clusters, contexts or users".to_string()
+    } else {
+        return Ok(());
+    };
+    let hint = match flag {
+        "--kubeconfig" => {
+            "; pass the file kubectl uses as --kubeconfig, and objects to read as a cluster \
+             with --cluster FILE"
+        }
+        "KUBECONFIG" => "; point KUBECONFIG at the file kubectl uses, or pass --kubeconfig PATH",
+        _ => "; fix it, or pass --kubeconfig PATH",
+    };
+    anyhow::bail!("kubeconfig {shown}: {what}{hint}")
+}
+
+/// Whether a module reads the cluster: it may list or get kinds
+/// (`contextAwareResources`) or call a `kubernetes/*` host capability
+/// (every capability when its metadata lists none).
+pub fn reads_cluster(metadata: &Metadata) -> bool {
+    !metadata.context_aware_resources.is_empty()
+        || metadata
+            .host_capabilities
+            .as_ref()
+            .is_none_or(|capabilities| {
+                capabilities
+                    .iter()
+                    .any(|c| c == "*" || c.starts_with("kubernetes/"))
+            })
 }
 
 /// A served kind, as the commands need it.
@@ -187,21 +282,25 @@ pub enum Wanted {
 }
 
 /// The kinds the server serves among `wanted` (each once), and what it does
-/// not serve, named by group version (`v1 Namespace; rbac.authorization.k8s.io/v1
-/// ClusterRole, clusterroles`); empty when it serves them all.
+/// not serve, named by group version and resource (`v1 namespaces;
+/// operators.coreos.com/v1alpha1 scopeinstances, scopetemplates`); empty
+/// when it serves them all.
 pub fn resolve(session: &Session, wanted: &[Wanted]) -> anyhow::Result<(Vec<Kind>, String)> {
     let mut served: Vec<Kind> = Vec::new();
-    let mut missing: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+    let mut missing: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> =
         Default::default();
     for entry in wanted {
         let (found, api_version, name) = match entry {
-            Wanted::Kind(api_version, kind) => {
-                (session.kind(api_version, kind)?, api_version, kind)
-            }
+            // Both named by resource, as the message names them.
+            Wanted::Kind(api_version, kind) => (
+                session.kind(api_version, kind)?,
+                api_version,
+                olm_guard_evaluator::input::guess_resource(kind),
+            ),
             Wanted::Resource(api_version, plural) => (
                 session.kind_by_plural(api_version, plural)?,
                 api_version,
-                plural,
+                plural.clone(),
             ),
         };
         match found {
@@ -330,7 +429,148 @@ pub fn snapshot_of(
     Ok(snapshot)
 }
 
-pub use imp::{LiveContext, Session};
+/// A permission a command needs from RBAC: a verb on a resource of a
+/// group, in every namespace (or at the cluster scope), and what needs it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Permission {
+    /// `list`, `create`.
+    pub verb: String,
+    /// The API group; `""` for the core group.
+    pub group: String,
+    /// The plural resource.
+    pub resource: String,
+    /// What needs it (`judged by og-intersection`), said when it is
+    /// missing.
+    pub needed_by: Vec<String>,
+}
+
+impl Permission {
+    /// `list` on `kind`, for `why`.
+    pub fn list(kind: &Kind, why: String) -> Permission {
+        Permission {
+            verb: "list".into(),
+            group: kind
+                .api_version
+                .split_once('/')
+                .map_or("", |(group, _)| group)
+                .to_string(),
+            resource: kind.plural.clone(),
+            needed_by: vec![why],
+        }
+    }
+
+    /// What writing an audit's reports of `kind` needs, for `why`: get,
+    /// list, create, update and deletecollection
+    /// (`olm_guard_live::Live::write_reports`).
+    pub fn write_reports(kind: &Kind, why: &str) -> Vec<Permission> {
+        ["get", "list", "create", "update", "deletecollection"]
+            .into_iter()
+            .map(|verb| Permission {
+                verb: verb.into(),
+                ..Permission::list(kind, why.to_string())
+            })
+            .collect()
+    }
+
+    /// `create subjectaccessreviews`, which `can_i` asks for, for `why`.
+    pub fn create_subject_access_reviews(why: String) -> Permission {
+        Permission {
+            verb: "create".into(),
+            group: "authorization.k8s.io".into(),
+            resource: "subjectaccessreviews".into(),
+            needed_by: vec![why],
+        }
+    }
+
+    /// `list catalogsources.operators.coreos.com`, as `kubectl auth can-i`
+    /// takes it.
+    pub fn display(&self) -> String {
+        if self.group.is_empty() {
+            format!("{} {}", self.verb, self.resource)
+        } else {
+            format!("{} {}.{}", self.verb, self.resource, self.group)
+        }
+    }
+}
+
+/// `needs` with each permission once, what needs it merged.
+pub fn merge(needs: Vec<Permission>) -> Vec<Permission> {
+    let mut merged: Vec<Permission> = Vec::new();
+    for need in needs {
+        match merged
+            .iter_mut()
+            .find(|p| (&p.verb, &p.group, &p.resource) == (&need.verb, &need.group, &need.resource))
+        {
+            Some(known) => {
+                for why in need.needed_by {
+                    if !known.needed_by.contains(&why) {
+                        known.needed_by.push(why);
+                    }
+                }
+            }
+            None => merged.push(need),
+        }
+    }
+    merged.sort();
+    merged
+}
+
+/// The permissions of `needs` the kubeconfig's user lacks, each asked of
+/// the server at once (SelfSubjectAccessReviews); `None`, said on stderr,
+/// when the server cannot be asked (it refuses SelfSubjectAccessReviews):
+/// the command then meets any refusal as it comes.
+pub fn missing(session: &Session, needs: &[Permission]) -> Option<Vec<Permission>> {
+    let answers: Vec<anyhow::Result<bool>> = std::thread::scope(|scope| {
+        let asked: Vec<_> = needs
+            .iter()
+            .map(|need| scope.spawn(move || session.can_i(&need.verb, &need.group, &need.resource)))
+            .collect();
+        asked
+            .into_iter()
+            .map(|answer| {
+                answer
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the check panicked")))
+            })
+            .collect()
+    });
+    let mut missing = Vec::new();
+    for (need, answer) in needs.iter().zip(answers) {
+        match answer {
+            Ok(true) => {}
+            Ok(false) => missing.push(need.clone()),
+            Err(e) => {
+                eprintln!(
+                    "olm-guard: note: cannot check the permissions needed in advance ({}); any \
+                     refusal is said as it comes",
+                    crate::output::one_line(&format!("{e:#}"))
+                );
+                return None;
+            }
+        }
+    }
+    Some(missing)
+}
+
+/// One line naming every permission in `missing` and what needs each, for
+/// the user whom `session` connects as.
+pub fn missing_line(session: &Session, missing: &[Permission]) -> String {
+    let each = missing
+        .iter()
+        .map(|p| format!("{} ({})", p.display(), p.needed_by.join("; ")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "the kubeconfig's user may not do what this needs on the API server {} (asked with \
+         SelfSubjectAccessReviews, as `kubectl auth can-i` asks): {each}; grant {} (an RBAC \
+         ClusterRole bound to the user), or use a user that has {}",
+        session.server(),
+        if missing.len() == 1 { "it" } else { "them" },
+        if missing.len() == 1 { "it" } else { "them" },
+    )
+}
+
+pub use imp::{LiveContext, ReportTarget, Session};
 
 /// What writing an audit's reports into the cluster did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -371,7 +611,9 @@ mod imp {
 
     /// Where an audit's reports are written ([`Session::report_target`]).
     pub struct ReportTarget {
-        kinds: olm_guard_live::ReportKinds,
+        /// The namespaced kind and the cluster kind.
+        pub kinds: Vec<Kind>,
+        resources: olm_guard_live::ReportKinds,
     }
 
     /// The host calls of an evaluation, answered by the cluster (and by a
@@ -436,7 +678,11 @@ mod imp {
         /// `read` objects so far.
         pub fn update(&self, read: usize) {
             if let Some(bar) = &self.bar {
-                bar.set_message(format!("listing {}: {read} objects", self.qualified));
+                bar.set_message(format!(
+                    "listing {}: {}",
+                    self.qualified,
+                    crate::output::count(read, "object")
+                ));
             }
         }
 
@@ -446,7 +692,8 @@ mod imp {
                 bar.finish_and_clear();
             }
             eprintln!(
-                "olm-guard: read {count} {} from {} in {:.2?}",
+                "olm-guard: read {} of {} from {} in {:.2?}",
+                crate::output::count(count, "object"),
                 self.qualified,
                 self.server,
                 self.started.elapsed()
@@ -467,6 +714,7 @@ mod imp {
     impl LiveArgs {
         /// Connects (reading the kubeconfig and the server's `/version`).
         pub fn session(&self) -> anyhow::Result<Session> {
+            self.check_kubeconfig()?;
             let target = Target {
                 kubeconfig: self.kubeconfig.clone(),
                 context: self.context.clone(),
@@ -510,11 +758,8 @@ mod imp {
         }
 
         /// Where an audit's reports go: `api_version`'s `kinds` (the
-        /// namespaced kind and the cluster kind), served by the server, and
-        /// every permission writing them needs held by the kubeconfig's user
-        /// (asked now, before the audit, so that a user who may not write
-        /// them waits for nothing and changes nothing; all that is missing
-        /// named at once).
+        /// namespaced kind and the cluster kind), which the server must
+        /// serve.
         pub fn report_target(
             &self,
             api_version: &str,
@@ -530,24 +775,15 @@ mod imp {
                     )
                 })
             };
-            let kinds = olm_guard_live::ReportKinds {
-                namespaced: served(kinds.0)?,
-                cluster: served(kinds.1)?,
-            };
-            let missing = self.live.missing_permissions(&kinds.permissions())?;
-            if !missing.is_empty() {
-                anyhow::bail!(
-                    "the API server {} does not let the kubeconfig's user write the reports \
-                     (--write-reports); grant it: {}",
-                    self.server(),
-                    missing
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-            Ok(ReportTarget { kinds })
+            let namespaced = served(kinds.0)?;
+            let cluster = served(kinds.1)?;
+            Ok(ReportTarget {
+                kinds: vec![kind_of(namespaced.clone()), kind_of(cluster.clone())],
+                resources: olm_guard_live::ReportKinds {
+                    namespaced,
+                    cluster,
+                },
+            })
         }
 
         /// Writes an audit's `reports` to `target`, then deletes the reports
@@ -561,8 +797,14 @@ mod imp {
         ) -> anyhow::Result<ReportsWritten> {
             Ok(self
                 .live
-                .write_reports(&target.kinds, reports, owner, run)?
+                .write_reports(&target.resources, reports, owner, run)?
                 .into())
+        }
+
+        /// Whether the kubeconfig's user may `verb` `resource` of `group`
+        /// in every namespace (a SelfSubjectAccessReview).
+        pub fn can_i(&self, verb: &str, group: &str, resource: &str) -> anyhow::Result<bool> {
+            Ok(self.live.can_i(verb, group, resource)?)
         }
 
         /// Every object of `kind`, page by page, with their types.
@@ -615,7 +857,8 @@ mod imp {
 
     /// A report target, which this build never makes.
     pub struct ReportTarget {
-        _never: (),
+        /// None.
+        pub kinds: Vec<Kind>,
     }
 
     impl LiveContext {
@@ -681,6 +924,11 @@ mod imp {
             _: &str,
             _: &str,
         ) -> anyhow::Result<ReportsWritten> {
+            Err(without_live())
+        }
+
+        /// Refuses, as [`LiveArgs::session`] does.
+        pub fn can_i(&self, _: &str, _: &str, _: &str) -> anyhow::Result<bool> {
             Err(without_live())
         }
     }

@@ -1,6 +1,37 @@
 //! `olm-guard`: evaluate Kubewarden policy modules against AdmissionReviews
 //! and cluster snapshots, run scenario suites, and annotate modules.
 
+// The standard `eprintln!` and `eprint!` panic when stderr is a closed
+// pipe (`olm-guard ... 2>&1 | head` once head has left), and a panic is
+// exit 101 with a message nobody reads. These drop the line instead: there
+// is no reader left for it. Defined before the modules, they are the ones
+// every module below calls (a `macro_rules!` is in scope in the modules
+// declared after it).
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+// The standard `println!` panics when stdout is a closed pipe. Most output
+// is written with `writeln!` and `?`, so that main ends quietly
+// (`output::is_broken_pipe`); the few commands that print line by line
+// (`bench`, `keygen`, `playground`) end here the same way, with exit 0,
+// as a Unix tool ends on SIGPIPE. Any other failure to write still panics,
+// as the standard macro does.
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            panic!("failed printing to stdout: {e}");
+        }
+    }};
+}
+
 // The commands, one place each (`commands/`); what several of them share,
 // one module each, below.
 mod commands;
@@ -13,6 +44,7 @@ mod live;
 mod modules;
 mod output;
 mod registry;
+mod requester;
 mod session;
 mod settings;
 mod verification;
@@ -34,16 +66,22 @@ use output::one_line;
     version,
     about = "Run olm-guard (Kubewarden waPC) policy modules locally",
     after_help = "\
-Exit codes (every subcommand): 0 success; 1 a verdict failed (run --fail-on-deny
-saw a denial, test saw a failed scenario); 2 an input could not be read, the
-settings were refused, or a module failed (trap, deadline, memory cap).
+Exit codes (every subcommand): 0 success; 1 a verdict failed (run or audit
+--fail-on-deny saw a denial, test saw a failed scenario); 2 an input could not
+be read, the settings were refused, or a module failed (trap, deadline, memory
+cap). A reader that closes the output early (`| head`) ends the command
+quietly with exit 0, as ripgrep and fd do.
+
+-o is the output format on every command (json, yaml, text, ... as each
+lists them); a file is --output-file FILE where a command writes one, or a
+redirect.
 
 Examples:
   olm-guard run catalog-union --object cs.yaml
   olm-guard run all --object install.yaml --cluster cluster.yaml
   olm-guard test testdata
   olm-guard audit --context prod                # the live cluster of a kubeconfig context
-  olm-guard snapshot -o cluster.yaml             # ... written to a file, to replay offline
+  olm-guard snapshot --output-file cluster.yaml  # ... written to a file, to replay offline
   olm-guard inspect dist/og-intersection.wasm -o yaml"
 )]
 struct Cli {
@@ -71,7 +109,7 @@ enum Command {
     Scaffold(scaffold::ScaffoldArgs),
     /// Push an annotated module to an OCI registry, as `kwctl push`.
     Push(push::PushArgs),
-    /// Pull a module from an OCI registry (into the cache, or -o FILE).
+    /// Pull a module from an OCI registry (into the cache, or --output-file FILE).
     Pull(pull::PullArgs),
     /// Write a cosign key pair (cosign.key, cosign.pub), as `cosign generate-key-pair`.
     Keygen(keygen::KeygenArgs),
@@ -110,6 +148,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader of stdout left (`| head`): nothing is said, since
+        // nobody reads it, and the output it took was right.
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("olm-guard: {}", one_line(&format!("{e:#}")));
             // 1 is kept for a verdict that fails (`run --fail-on-deny`,

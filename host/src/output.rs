@@ -1,22 +1,34 @@
-//! What every command's `-o` shares: a value printed as JSON or YAML, text
-//! kept on one line or cut short for a table, and text escaped for JUnit
-//! XML. Each command keeps its own `-o` choices (`run` has `table` and
-//! `junit`, `audit` `html` and `report`), since each lists different ones.
+//! What every command's `-o` shares: `-o` is the output format on every
+//! command, as kubectl's (a file has its own flag, `--output-file`), parsed
+//! by [`format`] (a file name given to `-o` is refused with the flag to
+//! use); a value printed as JSON or YAML; text kept on one line or cut
+//! short for a table; text escaped for JUnit XML; and a closed stdout
+//! told apart from a failure ([`is_broken_pipe`]). Each command keeps its
+//! own formats (`run` has `table` and `junit`, `audit` `html` and
+//! `report`), with the same names where they mean the same.
 
+use std::ffi::OsStr;
 use std::io::Write;
 
+use clap::ValueEnum;
+use clap::builder::{EnumValueParser, PossibleValue, TypedValueParser};
+use clap::error::{ContextKind, ContextValue};
 use serde::Serialize;
 
-/// `value` as pretty JSON and a newline (`-o json`).
+/// `value` as pretty JSON and a newline (`-o json`). The document is built
+/// before it is written, so that a failed write is the `std::io::Error`
+/// [`is_broken_pipe`] recognises.
 pub fn write_json(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, value)?;
-    writeln!(out)?;
+    let mut text = serde_json::to_vec_pretty(value)?;
+    text.push(b'\n');
+    out.write_all(&text)?;
     Ok(())
 }
 
-/// `value` as a YAML document (`-o yaml`).
+/// `value` as a YAML document (`-o yaml`), built before it is written as
+/// [`write_json`]'s.
 pub fn write_yaml(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result<()> {
-    serde_yaml_ng::to_writer(out, value)?;
+    out.write_all(serde_yaml_ng::to_string(value)?.as_bytes())?;
     Ok(())
 }
 
@@ -69,4 +81,104 @@ pub fn xml_escape(text: &str) -> String {
         }
     }
     out
+}
+
+/// `-o`'s parser: the command's output formats `E`, listed in its help as
+/// clap lists a `ValueEnum`'s. A value that is none of them is refused
+/// listing them, as clap refuses one; a value that looks like a file name
+/// (`out.json`, `dir/x`) is also told where a file goes: `-o` is the
+/// format, as kubectl's, and a file has its own flag (`file_flag`) or a
+/// redirect.
+#[derive(Clone)]
+pub struct Format<E: ValueEnum + Clone + Send + Sync + 'static> {
+    formats: EnumValueParser<E>,
+    file_flag: Option<&'static str>,
+}
+
+/// `-o` of a command that writes its output to stdout only.
+pub fn format<E: ValueEnum + Clone + Send + Sync + 'static>() -> Format<E> {
+    Format {
+        formats: EnumValueParser::new(),
+        file_flag: None,
+    }
+}
+
+/// `-o` of a command that also writes a file, with `flag`
+/// (`--output-file`).
+pub fn format_or_file<E: ValueEnum + Clone + Send + Sync + 'static>(
+    flag: &'static str,
+) -> Format<E> {
+    Format {
+        formats: EnumValueParser::new(),
+        file_flag: Some(flag),
+    }
+}
+
+/// Whether `value` given to `-o` looks like a file rather than a format
+/// name: no format name holds a dot or a path separator.
+fn looks_like_a_file(value: &str) -> bool {
+    value.contains(['.', '/', '\\'])
+}
+
+/// The tip of a refused `-o FILE`.
+fn file_tip(value: &str, file_flag: Option<&str>) -> String {
+    match file_flag {
+        Some(flag) => format!(
+            "-o is the output format, as kubectl's: write a file with {flag} {value} (or redirect \
+             stdout: > {value})"
+        ),
+        None => format!(
+            "-o is the output format, as kubectl's: write a file by redirecting stdout (> {value})"
+        ),
+    }
+}
+
+impl<E: ValueEnum + Clone + Send + Sync + 'static> TypedValueParser for Format<E> {
+    type Value = E;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<E, clap::Error> {
+        self.formats
+            .parse_ref(cmd, arg, value)
+            .map_err(|mut error| {
+                let text = value.to_string_lossy();
+                if looks_like_a_file(&text) {
+                    error.insert(
+                        ContextKind::Suggested,
+                        ContextValue::StyledStrs(vec![file_tip(&text, self.file_flag).into()]),
+                    );
+                }
+                error
+            })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        self.formats.possible_values()
+    }
+}
+
+/// The parser of the hidden `-o` of a command whose output is a file and
+/// has no format (`annotate`): every value is refused, naming `file_flag`.
+pub fn no_format(file_flag: &'static str) -> impl Fn(&str) -> Result<String, String> + Clone {
+    move |value: &str| {
+        Err(format!(
+            "this command writes a file and has no output format: give the file with {file_flag} \
+             {value}"
+        ))
+    }
+}
+
+/// Whether `error` is a write to a closed pipe (`olm-guard ... | head`):
+/// the reader left, so the command ends quietly (exit 0), as a Unix tool
+/// killed by SIGPIPE prints nothing either.
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

@@ -13,14 +13,15 @@ use olm_guard_evaluator::input as admission;
 
 /// The settings in `path`, `{}` without one.
 pub fn read(path: Option<&Path>) -> anyhow::Result<Value> {
-    admission::settings_object(match path {
-        Some(path) => Some(admission::read_document(path)?),
-        None => None,
-    })
-    .with_context(|| match path {
+    let flag = || match path {
         Some(path) => format!("--settings {}", path.display()),
         None => "--settings".into(),
-    })
+    };
+    let document = match path {
+        Some(path) => Some(admission::read_document(path).with_context(flag)?),
+        None => None,
+    };
+    admission::settings_object(document).with_context(flag)
 }
 
 /// The settings file of the one module `module` (its name): `--settings
@@ -81,7 +82,8 @@ pub fn by_module(given: &[String], modules: &[&str]) -> anyhow::Result<BTreeMap<
     }
     let mut settings = BTreeMap::new();
     for (name, file) in files {
-        let document = admission::read_document(Path::new(file))?;
+        let document = admission::read_document(Path::new(file))
+            .with_context(|| format!("--settings {name}={file}"))?;
         let value = admission::settings_object(Some(document))
             .with_context(|| format!("--settings {name}={file}"))?;
         settings.insert(name.to_string(), value);

@@ -241,7 +241,7 @@ fn one_policy_goes_to_standard_output_or_a_file_and_the_version_must_match() {
         policy.as_os_str(),
         "--version".as_ref(),
         "0.1.0".as_ref(),
-        "-o".as_ref(),
+        "--output-file".as_ref(),
         file.as_os_str(),
     ]);
     assert!(

@@ -270,9 +270,11 @@ fn the_table_lists_every_result_that_is_not_a_pass_grouped_by_object() {
         !table.contains('\x1b'),
         "no colour off a terminal:\n{table}"
     );
+    // Skips are summed up by reason below the blocks, not listed per
+    // object.
     let expected: Vec<&(&str, &str, &str)> = WITHOUT_REQUESTER
         .iter()
-        .filter(|(_, _, result)| *result != "pass")
+        .filter(|(_, _, result)| *result != "pass" && *result != "skip")
         .collect();
     // Each block starts with the object; its lines are `policy result message`.
     let mut found: Vec<(String, String, String)> = Vec::new();
@@ -281,7 +283,7 @@ fn the_table_lists_every_result_that_is_not_a_pass_grouped_by_object() {
         if line.is_empty() || line.starts_with("POLICY") {
             continue;
         }
-        if line.starts_with("SUMMARY") {
+        if line.starts_with("SUMMARY") || line.starts_with("Skipped, by reason:") {
             break;
         }
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -305,6 +307,35 @@ fn the_table_lists_every_result_that_is_not_a_pass_grouped_by_object() {
         .collect();
     want.sort();
     assert_eq!(found, want, "{table}");
+    // One line per policy and reason: `policy  N objects  reason`.
+    let skipped: Vec<(String, String)> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("Skipped, by reason:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            (words[0].to_string(), words[1].to_string())
+        })
+        .collect();
+    let mut want_skipped: Vec<(String, String)> = Vec::new();
+    for (_, policy, result) in WITHOUT_REQUESTER {
+        if *result != "skip" {
+            continue;
+        }
+        let n = WITHOUT_REQUESTER
+            .iter()
+            .filter(|(_, p, r)| p == policy && *r == "skip")
+            .count();
+        let row = (policy.to_string(), n.to_string());
+        if !want_skipped.contains(&row) {
+            want_skipped.push(row);
+        }
+    }
+    let mut skipped_sorted = skipped.clone();
+    skipped_sorted.sort();
+    want_skipped.sort();
+    assert_eq!(skipped_sorted, want_skipped, "{table}");
     assert!(
         table.contains("og-intersection             1     2     0     0     0"),
         "{table}"

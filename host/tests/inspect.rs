@@ -128,7 +128,11 @@ fn a_module_without_metadata_is_one_line_saying_to_annotate_it() {
     let junk = dir.path().join("junk.wasm");
     std::fs::write(&junk, b"not wasm").unwrap();
     let err = one_line_error(&inspect(&junk, "yaml"));
-    assert!(err.contains("is not a wasm module"), "{err}");
+    // Named once, said once (not "not a wasm module: not a wasm module").
+    assert!(
+        err.trim_end().ends_with("junk.wasm: not a wasm module"),
+        "{err}"
+    );
 }
 
 /// `annotate` refuses metadata kwctl would refuse, or that could not be
@@ -168,7 +172,7 @@ fn annotate_refuses_bad_metadata_naming_the_field_and_the_fix() {
             module("catalog-union").as_os_str(),
             "-m".as_ref(),
             metadata.as_os_str(),
-            "-o".as_ref(),
+            "--output-file".as_ref(),
             out_wasm.as_os_str(),
         ]);
         let err = one_line_error(&out);
@@ -198,7 +202,7 @@ fn annotate_refuses_an_undeclared_host_capability_and_warns_on_an_unused_one() {
             module(name).as_os_str(),
             "-m".as_ref(),
             metadata.as_os_str(),
-            "-o".as_ref(),
+            "--output-file".as_ref(),
             out_wasm.as_os_str(),
         ]);
         (out, out_wasm)

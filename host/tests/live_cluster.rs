@@ -211,7 +211,7 @@ fn run_with_a_kubeconfig_answers_as_run_with_the_cluster_file_and_its_snapshot()
             dist,
             "--kubeconfig",
             &kubeconfig,
-            "-o",
+            "--output-file",
             snapshot.to_str().expect("UTF-8"),
         ]);
         assert!(taken.status.success(), "{}", text(&taken.stderr));
@@ -360,7 +360,7 @@ fn an_audit_of_a_live_cluster_equals_the_audit_of_its_snapshot() {
         &kubeconfig,
         "--chunk-size",
         "100",
-        "-o",
+        "--output-file",
         snapshot,
     ]);
     assert!(taken.status.success(), "{}", text(&taken.stderr));
@@ -687,7 +687,7 @@ fn run_with_several_modules_reads_the_live_cluster_once() {
         dist.to_str().expect("UTF-8"),
         "--kubeconfig",
         cluster.kubeconfig().to_str().expect("UTF-8"),
-        "-o",
+        "--output-file",
         snapshot.to_str().expect("UTF-8"),
     ]);
     assert!(taken.status.success(), "{}", text(&taken.stderr));
@@ -999,12 +999,13 @@ fn an_auditor_who_may_not_write_reports_is_told_every_permission_before_anything
         &reader,
         &[
             &cluster.server(),
-            "--write-reports",
-            "create reports.openreports.io --all-namespaces",
-            "update clusterreports.openreports.io --all-namespaces",
-            "deletecollection reports.openreports.io --all-namespaces",
+            "create reports.openreports.io (--write-reports)",
+            "update clusterreports.openreports.io (--write-reports)",
+            "deletecollection reports.openreports.io (--write-reports)",
+            "nothing was written",
         ],
     );
     // Nothing but the permissions it lacks: get and list it holds.
     assert!(!line.contains("list reports"), "{line}");
+    assert!(!line.contains("get reports"), "{line}");
 }

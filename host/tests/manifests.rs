@@ -108,7 +108,7 @@ fn deploy_files_are_what_scaffold_writes() {
         assert!(
             committed == now,
             "deploy/{file} differs from what the generator writes now: run `make deploy` \
-             (olm-guard {} -o deploy/{file}) and commit the result",
+             (olm-guard {} --output-file deploy/{file}) and commit the result",
             command.join(" ")
         );
     }
@@ -536,7 +536,7 @@ fn names_settings_module_and_output_can_be_chosen() {
         settings.to_str().unwrap(),
         "--module-url",
         "file:///opt/catalog-union.wasm",
-        "-o",
+        "--output-file",
         out.to_str().unwrap(),
         &module_arg("catalog-union"),
     ]);

@@ -22,7 +22,13 @@ fn files(dir: &Path) -> BTreeSet<String> {
 fn deploy_native_is_what_scaffold_vap_writes() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("native");
-    let output = olm_guard(&["scaffold", "vap", "all", "-o", dir.to_str().unwrap()]);
+    let output = olm_guard(&[
+        "scaffold",
+        "vap",
+        "all",
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ]);
     assert!(output.status.success(), "{output:?}");
     let committed = root().join("deploy/native");
     assert_eq!(
@@ -35,7 +41,7 @@ fn deploy_native_is_what_scaffold_vap_writes() {
         let then = std::fs::read_to_string(committed.join(&file)).unwrap_or_default();
         assert!(
             now == then,
-            "deploy/native/{file} differs from what `olm-guard scaffold vap all -o deploy/native` \
+            "deploy/native/{file} differs from what `olm-guard scaffold vap all --output-dir deploy/native` \
              writes now: run make deploy and commit the result"
         );
     }
@@ -198,7 +204,7 @@ fn mutations_get_a_mutating_admission_policy_in_the_version_the_cluster_serves()
         &pair,
         "--api-resources",
         table.to_str().unwrap(),
-        "-o",
+        "--output-dir",
         out.to_str().unwrap(),
     ]);
     assert!(beta.status.success(), "{beta:?}");
@@ -291,7 +297,7 @@ fn deploy_native_mutating_is_what_scaffold_vap_writes_for_it() {
         &settings("group-authorization"),
         "--settings",
         &settings("catalog-union"),
-        "-o",
+        "--output-dir",
         out.path().to_str().unwrap(),
     ]);
     assert!(output.status.success(), "{output:?}");
@@ -327,7 +333,7 @@ fn deploy_native_spec_group_is_what_scaffold_vap_writes_for_it() {
         "group-authorization",
         "--settings",
         &settings,
-        "-o",
+        "--output-dir",
         out.path().to_str().unwrap(),
     ]);
     assert!(output.status.success(), "{output:?}");
@@ -385,7 +391,7 @@ fn crd_patches_are_written_against_the_crd_given_and_keep_its_rules() {
         &pair,
         "--crd",
         crd.to_str().unwrap(),
-        "-o",
+        "--output-dir",
         out.to_str().unwrap(),
     ]);
     assert!(output.status.success(), "{output:?}");
@@ -439,7 +445,7 @@ fn crd_patches_are_written_against_the_crd_given_and_keep_its_rules() {
         "scaffold",
         "vap",
         "group-authorization",
-        "-o",
+        "--output-dir",
         out.to_str().unwrap(),
     ]);
     assert!(default.status.success(), "{default:?}");
@@ -455,7 +461,7 @@ fn actions_warn_writes_the_roll_out_form() {
         "all",
         "--actions",
         "warn",
-        "-o",
+        "--output-dir",
         out.path().to_str().unwrap(),
     ]);
     assert!(output.status.success(), "{output:?}");

@@ -106,7 +106,7 @@ fn round_trip(registry: &Registry) {
         );
 
         let out = home.path().join(format!("{name}.wasm"));
-        let mut args = vec!["pull", &reference, "-o", out.to_str().unwrap()];
+        let mut args = vec!["pull", &reference, "--output-file", out.to_str().unwrap()];
         args.extend(flags.iter().map(String::as_str));
         let pulled = ok(olm_guard(home.path(), &args));
         assert_eq!(field(&pulled, "digest"), digest);

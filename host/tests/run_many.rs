@@ -25,11 +25,16 @@ fn olm_guard(args: &[&str]) -> Output {
         .expect("olm-guard runs")
 }
 
-/// `run` with `--dist` set to the built modules (wherever they are).
+/// `run` with `--dist` set to the built modules (wherever they are);
+/// without `--cluster`, against an empty cluster on purpose
+/// (`--no-cluster`: an install on a fresh cluster).
 fn run(args: &[&str]) -> Output {
     let dist = dist().display().to_string();
     let mut all = vec!["run", "--dist", dist.as_str()];
     all.extend_from_slice(args);
+    if !args.contains(&"--cluster") {
+        all.push("--no-cluster");
+    }
     olm_guard(&all)
 }
 

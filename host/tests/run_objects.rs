@@ -102,6 +102,11 @@ fn bare_objects_get_the_same_verdict_as_the_scenarios_review() {
             {
                 continue;
             }
+            // A scenario without a cluster file is judged against an empty
+            // cluster, which `run` is told.
+            if !case.join("cluster.yaml").is_file() {
+                common.push("--no-cluster".into());
+            }
             let from_review = run_strings(
                 &common,
                 &[
@@ -744,12 +749,27 @@ fn what_the_evaluation_cannot_see_is_said() {
         "cos.yaml",
         "apiVersion: olm.operatorframework.io/v1\nkind: ClusterObjectSet\nmetadata: {name: a}\nspec: {group: g, revision: 1}\n",
     );
+    // A module that reads the cluster, given none, is refused (the cluster
+    // kubectl would choose: none here), naming how to give one.
     let out = olm_guard(&["run", "-o", "json", "group-authorization", "--object", &cos]);
     let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("no --cluster (or --replay) was given"),
+        err.contains("group-authorization (can_i) reads the cluster")
+            && err.contains("--kubeconfig")
+            && err.contains("--no-cluster"),
         "{err}"
     );
+    let out = olm_guard(&[
+        "run",
+        "-o",
+        "json",
+        "group-authorization",
+        "--object",
+        &cos,
+        "--no-cluster",
+    ]);
+    let err = text(&out.stderr);
     assert!(
         err.contains("the verdict is about an anonymous request"),
         "{err}"
@@ -763,6 +783,7 @@ fn what_the_evaluation_cannot_see_is_said() {
         &cos,
         "--user",
         "alice",
+        "--no-cluster",
     ]);
     assert!(
         !text(&out.stderr).contains("anonymous"),

@@ -75,8 +75,10 @@ struct Deployment {
     /// resource.
     crd: Option<Value>,
     /// The bindings of the files, taken away and put back around each
-    /// scenario's set-up.
+    /// scenario's set-up when a policy is in its way.
     bindings: Vec<Value>,
+    /// Its mutating policies' file, if it has one.
+    mutations: Option<PathBuf>,
     /// Whether its files come from `deploy/`.
     shipped: bool,
 }
@@ -252,6 +254,7 @@ impl Preparer<'_> {
             std::fs::write(&path, text)?;
             patch_files.push((crd_name, path));
         }
+        let mutations = mutations.as_ref().and_then(|_| files.last().cloned());
         self.deployments.push((
             key,
             Deployment {
@@ -260,6 +263,7 @@ impl Preparer<'_> {
                 patches: patch_files,
                 crd,
                 bindings,
+                mutations,
                 shipped: all_shipped,
             },
         ));
@@ -410,7 +414,10 @@ fn sentinels() -> (Vec<Value>, Vec<Value>) {
 struct Plane {
     cluster: TestCluster,
     sentinel_bindings: Vec<Value>,
-    bound: Vec<Value>,
+    /// The bindings of the deployment installed.
+    bindings: Vec<Value>,
+    /// Whether they (and the sentinels) are bound now.
+    bound: bool,
     changes: Changes,
     /// Objects of the scenarios' clusters of kinds the server does not
     /// serve, left out.
@@ -440,12 +447,14 @@ impl Plane {
             None,
             Write::Create,
             &configmap("olm-guard-sentinel-deny"),
+            None,
             true,
         )?;
         let mutate = self.cluster.write_as(
             None,
             Write::Create,
             &configmap("olm-guard-sentinel-mutate"),
+            None,
             true,
         )?;
         let denied = deny.answer.is_err();
@@ -471,30 +480,103 @@ impl Plane {
         Ok(())
     }
 
-    /// Takes the bound bindings away, the sentinels last, and waits until
-    /// the API server has seen it.
+    /// Takes the deployment's bindings away, the sentinels last, and waits
+    /// until the API server has seen it.
     fn unbind(&mut self) -> anyhow::Result<()> {
-        for binding in self.bound.drain(..).chain(self.sentinel_bindings.clone()) {
-            self.cluster.remove(&binding)?;
+        if !self.bound {
+            return Ok(());
         }
+        for binding in self.bindings.iter().chain(&self.sentinel_bindings) {
+            self.cluster.remove(binding)?;
+        }
+        self.bound = false;
         self.wait_sentinels(false)
     }
 
-    /// Binds `bindings`, then the sentinels, and waits until the API server
-    /// has seen them.
-    fn bind(&mut self, bindings: &[Value]) -> anyhow::Result<()> {
-        for binding in bindings.iter().chain(&self.sentinel_bindings.clone()) {
-            if let Err(refusal) = self.cluster.create(binding)? {
-                bail!(
-                    "binding {}: {}",
-                    binding["metadata"]["name"],
-                    refusal.message
-                );
+    /// Binds the deployment's bindings, then the sentinels, and waits until
+    /// the API server has seen them.
+    fn bind(&mut self) -> anyhow::Result<()> {
+        if self.bound {
+            return Ok(());
+        }
+        for binding in self.bindings.iter().chain(&self.sentinel_bindings) {
+            match self.cluster.create(binding)? {
+                // kubectl apply created the deployment's.
+                Err(refusal) if refusal.reason != "AlreadyExists" => {
+                    bail!(
+                        "binding {}: {}",
+                        binding["metadata"]["name"],
+                        refusal.message
+                    );
+                }
+                _ => {}
             }
         }
-        self.bound = bindings.to_vec();
+        self.bound = true;
         self.wait_sentinels(true)
     }
+
+    /// Deletes what the scenario before put in: with the policies bound,
+    /// unless one of them refuses a delete.
+    fn undo(&mut self) -> anyhow::Result<()> {
+        if self.cluster.undo(&mut self.changes).is_err() {
+            self.timed("bindings taken away", Plane::unbind)?;
+            self.cluster.undo(&mut self.changes)?;
+        }
+        Ok(())
+    }
+
+    /// Puts `objects` in, their Namespaces (and those of `also`) first:
+    /// whether each was stored as sent, or a policy bound now refused or
+    /// rewrote one, or the API server refused one for another reason.
+    fn put_all(
+        &mut self,
+        objects: &[Value],
+        also: &[Value],
+        mutating: bool,
+    ) -> anyhow::Result<Put> {
+        let mut namespaced = objects.to_vec();
+        namespaced.extend(also.iter().cloned());
+        self.cluster
+            .add_namespaces_of(&namespaced, &mut self.changes)?;
+        for object in objects {
+            let api_version = object["apiVersion"].as_str().unwrap_or_default();
+            if !self
+                .cluster
+                .serves(api_version, object["kind"].as_str().unwrap_or_default())
+            {
+                // A kind no CRD of this cluster serves: nothing a native
+                // policy reads (it reads params, Namespaces and the
+                // authorizer).
+                self.unserved += 1;
+                continue;
+            }
+            match self.cluster.put(object, &mut self.changes)? {
+                Ok(stored)
+                    if self.bound
+                        && mutating
+                        && written_fields(&stored) != written_fields(object) =>
+                {
+                    return Ok(Put::PolicyInTheWay);
+                }
+                Ok(_) => {}
+                Err(refusal) if self.bound && refusal.message.contains("denied request") => {
+                    return Ok(Put::PolicyInTheWay);
+                }
+                Err(refusal) => return Ok(Put::Refused(refusal.reason)),
+            }
+        }
+        Ok(Put::Stored)
+    }
+}
+
+/// How putting a scenario's objects in went.
+enum Put {
+    Stored,
+    /// A bound policy refused or rewrote one: put them in again unbound.
+    PolicyInTheWay,
+    /// The API server refused one (its reason) for another cause.
+    Refused(String),
 }
 
 /// A server's answer reduced to what is compared.
@@ -566,10 +648,7 @@ enum Outcome {
 }
 
 fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Result<Outcome> {
-    plane.timed("bindings taken away", Plane::unbind)?;
-    plane.timed("the scenario before deleted", |plane| {
-        plane.cluster.undo(&mut plane.changes)
-    })?;
+    plane.timed("the scenario before deleted", Plane::undo)?;
     let request = &case.request;
     let mut objects: Vec<Value> = case.objects.clone();
     objects.sort_by_key(|o| match o["kind"].as_str() {
@@ -579,9 +658,9 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
     });
     objects.extend(case.grant.iter().cloned());
     let operation = request["operation"].as_str().unwrap_or_default();
-    let stored_object = match operation {
+    match operation {
         "UPDATE" | "DELETE" if request["oldObject"].is_object() => {
-            Some(request["oldObject"].clone())
+            objects.push(request["oldObject"].clone());
         }
         "UPDATE" | "DELETE" => {
             return Ok(Outcome::NotCovered(
@@ -590,41 +669,30 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
                     .into(),
             ));
         }
-        _ => None,
-    };
-    let mut namespaced = objects.clone();
-    namespaced.push(request["object"].clone());
-    namespaced.extend(stored_object.iter().cloned());
-    let started = Instant::now();
-    plane
-        .cluster
-        .add_namespaces_of(&namespaced, &mut plane.changes)?;
-    for object in objects.iter().chain(stored_object.iter()) {
-        let api_version = object["apiVersion"].as_str().unwrap_or_default();
-        if !plane
-            .cluster
-            .serves(api_version, object["kind"].as_str().unwrap_or_default())
-        {
-            // A kind no CRD of this cluster serves: nothing a native policy
-            // reads (it reads params, Namespaces and the authorizer).
-            plane.unserved += 1;
-            continue;
-        }
-        if let Err(refusal) = plane.cluster.put(object, &mut plane.changes)? {
-            return Ok(Outcome::NotCovered(format!(
-                "a cluster object or stored object the API server refuses ({})",
-                refusal.reason
-            )));
-        }
+        _ => {}
     }
-    *plane
-        .spent
-        .entry("the scenario's cluster put in")
-        .or_default() += started.elapsed();
-    plane.timed("bindings put back", |plane| {
-        plane.bind(&deployment.bindings)
+    // Put in with the policies bound (no wait for informers), unless one
+    // of them refuses or rewrites an object: then without them.
+    let also = [request["object"].clone()];
+    let mutating = deployment.mutations.is_some();
+    let mut put = plane.timed("the scenario's cluster put in", |plane| {
+        plane.put_all(&objects, &also, mutating)
     })?;
+    if matches!(put, Put::PolicyInTheWay) {
+        plane.timed("bindings taken away", Plane::unbind)?;
+        plane.timed("the scenario before deleted", Plane::undo)?;
+        put = plane.timed("the scenario's cluster put in", |plane| {
+            plane.put_all(&objects, &also, mutating)
+        })?;
+    }
+    if let Put::Refused(reason) = put {
+        return Ok(Outcome::NotCovered(format!(
+            "a cluster object or stored object the API server refuses ({reason})"
+        )));
+    }
+    plane.timed("bindings put back", Plane::bind)?;
     let started = Instant::now();
+    let subresource = request["subResource"].as_str().filter(|s| !s.is_empty());
 
     let (write, object) = match operation {
         "UPDATE" => {
@@ -640,9 +708,10 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
     // A dry run until the answer settles, then the real request.
     let settling = Instant::now();
     loop {
-        let dry = plane
-            .cluster
-            .write_as(Some(&case.requester), write, &object, true)?;
+        let dry =
+            plane
+                .cluster
+                .write_as(Some(&case.requester), write, &object, subresource, true)?;
         let answer = seen(&dry);
         if same_decision(&case.module, &answer)
             || escalation_refused(&answer)
@@ -652,9 +721,10 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let written = plane
-        .cluster
-        .write_as(Some(&case.requester), write, &object, false)?;
+    let written =
+        plane
+            .cluster
+            .write_as(Some(&case.requester), write, &object, subresource, false)?;
     if write == Write::Create
         && let Ok(stored) = &written.answer
     {
@@ -663,6 +733,19 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
     *plane.spent.entry("the request sent").or_default() += started.elapsed();
     let seen = seen(&written);
     Ok(match (&case.module, seen) {
+        (_, Seen::Denied(server))
+            if deployment.crd.is_none() && !server.contains("denied request: ") =>
+        {
+            // A built-in kind's own validation runs before the validating
+            // admission policies (k8s.io/apiserver `registry/rest`,
+            // `BeforeCreate`), which the module has no part in.
+            let _ = server;
+            Outcome::NotCovered(
+                "an object of a built-in kind the API server's own validation refuses before \
+                 admission"
+                    .into(),
+            )
+        }
         (ModuleAnswer::Denied(message), Seen::Denied(server)) => {
             let policy_denial = server.contains("denied request: ");
             Outcome::Agree {
@@ -748,8 +831,9 @@ fn install(
         // Patched: the next deployment of this CRD puts it back.
         installed.remove(crd);
     }
-    plane.bound = deployment.bindings.clone();
-    Ok(())
+    plane.bindings = deployment.bindings.clone();
+    plane.bound = false;
+    plane.bind()
 }
 
 /// Deletes `deployment`'s files' objects (`kubectl delete -f`).
@@ -848,7 +932,8 @@ fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> any
     let mut plane = Plane {
         cluster,
         sentinel_bindings,
-        bound: Vec::new(),
+        bindings: Vec::new(),
+        bound: false,
         changes: Changes::default(),
         unserved: 0,
         spent: BTreeMap::new(),
@@ -901,6 +986,24 @@ fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> any
         deployments.len(),
         plane.unserved
     );
+    for (index, deployment) in deployments.iter().enumerate() {
+        let sent = cases.iter().filter(|c| c.deployment == index).count();
+        let files: Vec<String> = deployment
+            .files
+            .iter()
+            .chain(deployment.patches.iter().map(|(_, file)| file))
+            .map(|file| {
+                file.strip_prefix(&root)
+                    .map(|f| f.display().to_string())
+                    .unwrap_or_else(|_| "(rendered)".into())
+            })
+            .collect();
+        eprintln!(
+            "control plane:   {} {sent} scenarios: {}",
+            deployment.rule,
+            files.join(" ")
+        );
+    }
     for (kind, (count, compared, same)) in &tally {
         eprintln!(
             "control plane: {count} {kind}; the API server's words are the module's in {same}/{compared}"

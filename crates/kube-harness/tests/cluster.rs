@@ -175,6 +175,7 @@ fn ordinary_users_are_decided_by_rbac_and_policies_by_admission() {
                     "spec": {"user": user, "groups": [group],
                         "resourceAttributes": {"verb": "create", "resource": "configmaps",
                             "namespace": "default"}}}),
+                None,
                 false,
             )
             .expect("answered");
@@ -244,7 +245,13 @@ fn ordinary_users_are_decided_by_rbac_and_policies_by_admission() {
     let started = Instant::now();
     let denied = loop {
         let written = cluster
-            .write_as(Some(&alice), Write::Create, &configmap("no-thanks"), true)
+            .write_as(
+                Some(&alice),
+                Write::Create,
+                &configmap("no-thanks"),
+                None,
+                true,
+            )
             .expect("answered");
         match written.answer {
             Err(refusal) => break refusal,
@@ -265,7 +272,7 @@ fn ordinary_users_are_decided_by_rbac_and_policies_by_admission() {
     let started = Instant::now();
     let written = loop {
         let written = cluster
-            .write_as(Some(&alice), Write::Create, &warned, false)
+            .write_as(Some(&alice), Write::Create, &warned, None, false)
             .expect("answered");
         if !written.warnings.is_empty() || started.elapsed() > Duration::from_secs(30) {
             break written;
@@ -291,6 +298,7 @@ fn ordinary_users_are_decided_by_rbac_and_policies_by_admission() {
             }),
             Write::Create,
             &configmap("yes"),
+            None,
             true,
         )
         .expect("answered");

@@ -20,8 +20,9 @@
 //!   audit or a snapshot.
 //! - [`Live::write_reports`]: an audit's report objects written into the
 //!   cluster as Kubewarden's audit scanner writes them, the reports of an
-//!   earlier run deleted; [`Live::missing_permissions`]: what the
-//!   kubeconfig's user may not do, asked before anything is done.
+//!   earlier run deleted.
+//! - [`Live::can_i`]: whether the kubeconfig's user may do something (a
+//!   SelfSubjectAccessReview), for a command to check what it needs first.
 //!
 //! No error, log line or report carries a credential: errors are built
 //! from what was asked and the server's status, never from the
@@ -41,6 +42,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod access;
 mod cluster;
 mod connect;
 mod discovery;
@@ -54,4 +56,4 @@ pub use connect::{DEFAULT_TIMEOUT, Live, Target};
 pub use discovery::Resource;
 pub use error::LiveError;
 pub use pages::{DEFAULT_PAGE_SIZE, Listed};
-pub use reports::{Permission, ReportKinds, ReportsWritten};
+pub use reports::{ReportKinds, ReportsWritten};

@@ -6,46 +6,18 @@
 //! same owner left by an earlier run (a run label other than this run's)
 //! deleted, namespace by namespace, with one `deletecollection` each.
 //!
-//! Before anything is written, the kubeconfig's user is asked
-//! (SelfSubjectAccessReviews, [`Live::missing_permissions`]) for every
-//! permission the writing needs, so that a user who may not finish it
-//! changes nothing.
+//! What it needs from RBAC: `get`, `list`, `create`, `update` and
+//! `deletecollection` of both kinds (what audit-scanner's ClusterRole
+//! grants it, but for `patch` and `watch`, which are not used here); a
+//! command asks for them first ([`Live::can_i`]).
 
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::core::Request;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::connect::Live;
 use crate::discovery::Resource;
 use crate::error::LiveError;
-
-/// One permission: a verb on a resource of a group, in every namespace
-/// (`namespace: None`) or one.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Permission {
-    /// `create`, `list`, `deletecollection` ...
-    pub verb: String,
-    /// The API group, `""` for the core group.
-    pub group: String,
-    /// The plural resource name.
-    pub resource: String,
-    /// The namespace; `None`: all of them.
-    pub namespace: Option<String>,
-}
-
-impl std::fmt::Display for Permission {
-    /// As `kubectl auth can-i` takes it: `create reports.openreports.io`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.verb, self.resource)?;
-        if !self.group.is_empty() {
-            write!(f, ".{}", self.group)?;
-        }
-        match &self.namespace {
-            Some(namespace) => write!(f, " -n {namespace}"),
-            None => write!(f, " --all-namespaces"),
-        }
-    }
-}
 
 /// What writing the reports did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -67,57 +39,7 @@ pub struct ReportKinds {
     pub cluster: Resource,
 }
 
-impl ReportKinds {
-    /// The permissions writing reports of these kinds needs: `get`,
-    /// `create`, `update` and `list` of both, and `deletecollection` to
-    /// take an earlier run's away (what audit-scanner's ClusterRole grants
-    /// it, but for `patch` and `watch`, which olm-guard does not use).
-    pub fn permissions(&self) -> Vec<Permission> {
-        let mut permissions = Vec::new();
-        for resource in [&self.namespaced, &self.cluster] {
-            for verb in ["get", "list", "create", "update", "deletecollection"] {
-                permissions.push(Permission {
-                    verb: verb.into(),
-                    group: resource.group.clone(),
-                    resource: resource.plural.clone(),
-                    namespace: None,
-                });
-            }
-        }
-        permissions
-    }
-}
-
 impl Live {
-    /// The permissions of `wanted` the kubeconfig's user does not hold, as
-    /// the server answers a SelfSubjectAccessReview for each.
-    pub fn missing_permissions(&self, wanted: &[Permission]) -> Result<Vec<Permission>, LiveError> {
-        let reviews = Request::new("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews");
-        let mut missing = Vec::new();
-        for permission in wanted {
-            let review = json!({
-                "apiVersion": "authorization.k8s.io/v1",
-                "kind": "SelfSubjectAccessReview",
-                "spec": {"resourceAttributes": {
-                    "verb": permission.verb,
-                    "group": permission.group,
-                    "resource": permission.resource,
-                    "namespace": permission.namespace.clone().unwrap_or_default(),
-                }},
-            });
-            let what = format!("asking whether it may {permission}");
-            let request = self.build(&what, || {
-                reviews.create(&PostParams::default(), to_vec(&review)?)
-            })?;
-            let client = self.client.clone();
-            let answer: Value = self.call(&what, async move { client.request(request).await })?;
-            if answer.pointer("/status/allowed") != Some(&Value::Bool(true)) {
-                missing.push(permission.clone());
-            }
-        }
-        Ok(missing)
-    }
-
     /// Writes `reports` (each a report object of `kinds`, labelled with
     /// `owner` and `run`, both `key=value`), then deletes the reports
     /// labelled `owner` whose run label is not `run`'s.

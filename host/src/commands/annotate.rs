@@ -14,7 +14,7 @@ use olm_guard_runtime::{Limits, Metadata, Runtime};
 #[command(after_help = "\
 Examples:
   olm-guard annotate -m policies/catalog-union/metadata.yml \\
-      -u policies/catalog-union/README.md -o dist/catalog-union.wasm dist/catalog-union.wasm
+      -u policies/catalog-union/README.md --output-file dist/catalog-union.wasm dist/catalog-union.wasm
 
 The module's data is scanned for host calls, as kwctl annotate scans it: a
 host capability the code can call but hostCapabilities does not declare is
@@ -31,8 +31,14 @@ pub struct AnnotateArgs {
     /// README to embed as `io.kubewarden.policy.usage`.
     #[arg(short, long)]
     pub usage: Option<PathBuf>,
-    #[arg(short, long)]
-    pub output: PathBuf,
+    /// Write the annotated module to FILE (it may be the module itself).
+    #[arg(long, value_name = "FILE")]
+    pub output_file: PathBuf,
+    /// Not taken: `-o` is the output format on every command, and this one
+    /// writes a module file, given with --output-file. Kept to refuse
+    /// `-o FILE` with that fix.
+    #[arg(short, long, hide = true, value_name = "FORMAT", value_parser = crate::output::no_format("--output-file"))]
+    pub output: Option<String>,
 }
 
 pub fn annotate(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
@@ -60,8 +66,8 @@ pub fn annotate(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     };
     let annotator = format!("olm-guard {}", env!("CARGO_PKG_VERSION"));
     let annotated = metadata.annotate(&wasm, policy.protocol_version()?, usage, &annotator)?;
-    std::fs::write(&args.output, annotated)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    std::fs::write(&args.output_file, annotated)
+        .with_context(|| format!("cannot write {}", args.output_file.display()))?;
     Ok(ExitCode::SUCCESS)
 }
 

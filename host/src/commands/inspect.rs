@@ -33,17 +33,19 @@ pub struct InspectArgs {
     /// How a `registry://` module is fetched.
     #[command(flatten)]
     pub registry: RegistryArgs,
-    /// `text`: a readable summary; `json`/`yaml`: the embedded metadata
-    /// document itself (usage text included).
-    #[arg(short, long, value_enum, default_value_t = InspectOutput::Text)]
+    /// Output format.
+    #[arg(short, long, value_name = "FORMAT", default_value = "text", value_parser = crate::output::format::<InspectOutput>())]
     pub output: InspectOutput,
 }
 
 /// How `inspect` prints.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum InspectOutput {
+    /// A readable summary.
     Text,
+    /// The embedded metadata document itself (usage text included).
     Json,
+    /// The same document as YAML.
     Yaml,
 }
 
@@ -56,10 +58,12 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let path = crate::registry::local_module(&path, &args.registry)?;
     let wasm = module_bytes(&path.display().to_string())?;
     let section = custom_section(&wasm, METADATA_SECTION)
-        .with_context(|| format!("{} is not a wasm module", args.module))?
+        // The error says what is wrong ("not a wasm module"); the module is
+        // named once, before it.
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.module))?
         .with_context(|| {
             format!(
-                "{} has no Kubewarden metadata ({METADATA_SECTION} section); annotate it first: olm-guard annotate -m metadata.yml -u README.md -o annotated.wasm {}",
+                "{} has no Kubewarden metadata ({METADATA_SECTION} section); annotate it first: olm-guard annotate -m metadata.yml -u README.md --output-file annotated.wasm {}",
                 args.module, args.module
             )
         })?;
@@ -78,7 +82,7 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
             let metadata: Metadata = serde_json::from_value(document).with_context(|| {
                 format!("{}: the embedded metadata is not Kubewarden metadata; annotate the module again", args.module)
             })?;
-            print!("{}", render(&metadata));
+            std::io::Write::write_all(&mut std::io::stdout().lock(), render(&metadata).as_bytes())?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -24,7 +24,7 @@ pub struct PushArgs {
     #[command(flatten)]
     pub registry: RegistryArgs,
     /// Output format.
-    #[arg(short, long, value_enum, default_value_t = PushFormat::Text)]
+    #[arg(short, long, value_name = "FORMAT", default_value = "text", value_parser = crate::output::format::<PushFormat>())]
     pub output: PushFormat,
 }
 

@@ -56,7 +56,7 @@ pub struct SignArgs {
     #[command(flatten)]
     pub registry: RegistryArgs,
     /// Output format.
-    #[arg(short, long, value_enum, default_value_t = SignFormat::Text)]
+    #[arg(short, long, value_name = "FORMAT", default_value = "text", value_parser = crate::output::format::<SignFormat>())]
     pub output: SignFormat,
 }
 

@@ -24,16 +24,28 @@ the cluster's RBAC). A kind the server does not serve is named on stderr: the
 snapshot holds none of it.
 
 Examples:
-  olm-guard snapshot -o cluster.yaml                  # current context, every module
-  olm-guard snapshot og-intersection --context prod -o og.yaml
-  olm-guard snapshot --kubeconfig k.yaml -o cluster.json   # .json: one JSON List
+  olm-guard snapshot --output-file cluster.yaml       # current context, every module
+  olm-guard snapshot og-intersection --context prod > og.yaml
+  olm-guard snapshot --kubeconfig k.yaml -o json --output-file cluster.json   # one JSON List
   olm-guard audit --cluster cluster.yaml              # later, offline
 
-Needs from RBAC: list on every kind written.
+-o yaml, the default, writes YAML documents; -o json one JSON List. Without
+-o, an --output-file whose name ends in .json gets JSON.
+
+Needs from RBAC: list, at the cluster scope (every namespace), on every kind
+written; for the six modules of olm-guard:
+  operators.coreos.com: catalogsources, clusterserviceversions, operatorgroups,
+    scopeinstances, scopetemplates
+  operators.io.operator-framework: scopeinstances, scopetemplates
+  olm.operatorframework.io: clusterobjectsets
+  rbac.authorization.k8s.io: clusterrolebindings, clusterroles, rolebindings, roles
+  core: namespaces
+Each is checked first (SelfSubjectAccessReviews, as `kubectl auth can-i`
+asks), and every one missing is named at once.
 
 Exit codes: 0 written; 2 the cluster could not be read (kubeconfig,
-connection, credentials, timeout: nothing is written), or a module or file
-could not be read.")]
+connection, credentials, a permission the user lacks, timeout: nothing is
+written), or a module or file could not be read.")]
 pub struct SnapshotArgs {
     /// The modules whose kinds to read: names in the module directory
     /// (--dist), .wasm paths, or `all` (the default: every module there).
@@ -43,10 +55,21 @@ pub struct SnapshotArgs {
     pub dist: DistArgs,
     #[command(flatten)]
     pub live: LiveArgs,
-    /// Write the snapshot to FILE (`.json`: one JSON List; otherwise YAML
-    /// documents) instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_name = "FORMAT", value_parser = crate::output::format_or_file::<SnapshotFormat>("--output-file"))]
+    pub output: Option<SnapshotFormat>,
+    /// Write the output to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+}
+
+/// How `snapshot` writes the cluster.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SnapshotFormat {
+    /// YAML documents, one per object, after a comment naming the server.
+    Yaml,
+    /// One JSON document: a v1 List of the objects.
+    Json,
 }
 
 pub fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
@@ -91,11 +114,23 @@ pub fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
             session.server()
         );
     }
+    // Every list is checked before any is made, and all those the user
+    // may not make are named at once.
+    let needs: Vec<live::Permission> = kinds
+        .iter()
+        .map(|kind| live::Permission::list(kind, "written".into()))
+        .collect();
+    if let Some(missing) = live::missing(&session, &live::merge(needs))
+        && !missing.is_empty()
+    {
+        anyhow::bail!("{}", live::missing_line(&session, &missing));
+    }
     // Everything is read before anything is written: a list that fails
     // leaves no partial file behind.
-    let objects: Vec<Value> = live::read(&session, &kinds, args.live.chunk_size)?
-        .into_iter()
-        .flat_map(|(_, objects)| objects)
+    let listed = live::read(&session, &kinds, args.live.chunk_size)?;
+    let objects: Vec<Value> = listed
+        .iter()
+        .flat_map(|(_, objects)| objects.iter().cloned())
         .map(|mut object| {
             // What the server adds for its own bookkeeping; a snapshot
             // drops it when it reads the file anyway.
@@ -103,10 +138,23 @@ pub fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
             object
         })
         .collect();
-    let json = args
-        .output
-        .as_ref()
-        .is_some_and(|path| path.extension().is_some_and(|e| e == "json"));
+    let json = match args.output {
+        Some(format) => format == SnapshotFormat::Json,
+        None => args
+            .output_file
+            .as_ref()
+            .is_some_and(|path| path.extension().is_some_and(|e| e == "json")),
+    };
+    // The kinds that had objects; the others were listed and found empty.
+    let filled = listed
+        .iter()
+        .filter(|(_, objects)| !objects.is_empty())
+        .count();
+    let of_kinds = if filled == kinds.len() {
+        count(filled, "kind")
+    } else {
+        format!("{} ({} listed)", count(filled, "kind"), kinds.len())
+    };
     let mut text = Vec::new();
     if json {
         let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
@@ -115,10 +163,9 @@ pub fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     } else {
         writeln!(
             text,
-            "# olm-guard snapshot of {}: {} of {}, for {}",
+            "# olm-guard snapshot of {}: {} of {of_kinds}, for {}",
             session.server(),
             count(objects.len(), "object"),
-            count(kinds.len(), "kind"),
             named
                 .iter()
                 .map(|(name, _)| name.as_str())
@@ -136,14 +183,13 @@ pub fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
             serde_yaml_ng::to_writer(&mut text, object)?;
         }
     }
-    match &args.output {
+    match &args.output_file {
         Some(path) => {
             std::fs::write(path, &text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!(
-                "olm-guard: wrote {} of {} to {}",
+                "olm-guard: wrote {} of {of_kinds} to {}",
                 count(objects.len(), "object"),
-                count(kinds.len(), "kind"),
                 path.display()
             );
         }

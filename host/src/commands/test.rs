@@ -1,5 +1,6 @@
 //! `olm-guard test`: run scenario directories.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -10,7 +11,7 @@ use olm_guard_evaluator::suite;
 
 use crate::limits::LimitArgs;
 use crate::modules::{DistArgs, ModuleDir, SuiteModules, has_modules, policies_dir};
-use crate::output::{one_line, truncate, write_json, write_yaml, xml_escape};
+use crate::output::{self, one_line, truncate, write_json, write_yaml, xml_escape};
 use crate::registry::RegistryArgs;
 use crate::session::SessionDirArgs;
 
@@ -69,11 +70,8 @@ pub struct TestArgs {
     pub dirs: Vec<PathBuf>,
     #[command(flatten)]
     pub dist: DistArgs,
-    /// `text`: a verdict table; `json`: every scenario's full result
-    /// (response and patched object included) as one JSON document;
-    /// `yaml`: the same document as YAML;
-    /// `junit`: JUnit XML, a test case per scenario, for CI systems.
-    #[arg(short, long, value_enum, default_value_t = TestOutput::Text)]
+    /// Output format.
+    #[arg(short, long, value_name = "FORMAT", default_value = "text", value_parser = output::format::<TestOutput>())]
     pub output: TestOutput,
     /// Run only the scenarios whose directory path matches this regular
     /// expression (searched for anywhere in the path, as `go test -run`).
@@ -90,9 +88,17 @@ pub struct TestArgs {
 /// How `test` reports.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TestOutput {
+    /// The verdict table, one line per scenario, and the count of passed
+    /// and failed.
     Text,
+    /// The same table (`text` is a table here, as `run`'s `table` is).
+    Table,
+    /// Every scenario's full result (response and patched object included)
+    /// as one JSON document.
     Json,
+    /// The same document as YAML.
     Yaml,
+    /// JUnit XML, a test case per scenario, for CI systems.
     Junit,
 }
 
@@ -167,11 +173,12 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     }
     let failed = outcomes.iter().filter(|o| !o.passed()).count() + found.incomplete.len();
     let passed = outcomes.len() + found.incomplete.len() - failed;
+    let mut out = std::io::stdout().lock();
     match args.output {
-        TestOutput::Text => {
-            print_table(&outcomes);
+        TestOutput::Text | TestOutput::Table => {
+            print_table(&mut out, &outcomes)?;
             for (dir, reason) in &found.incomplete {
-                println!("FAIL  {}  {reason}", display(dir));
+                writeln!(out, "FAIL  {}  {reason}", display(dir))?;
             }
         }
         TestOutput::Json | TestOutput::Yaml => {
@@ -188,21 +195,21 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
                 "passed": passed,
                 "failed": failed,
             });
-            let mut out = std::io::stdout().lock();
             if args.output == TestOutput::Json {
                 write_json(&mut out, &document)?;
             } else {
                 write_yaml(&mut out, &document)?;
             }
         }
-        TestOutput::Junit => print!("{}", junit(&outcomes, &found.incomplete)),
+        TestOutput::Junit => write!(out, "{}", junit(&outcomes, &found.incomplete))?,
     }
     // The summary CI systems read; on stderr when stdout is data.
     let summary = format!("{passed} passed, {failed} failed");
     match args.output {
-        TestOutput::Text => println!("{summary}"),
+        TestOutput::Text | TestOutput::Table => writeln!(out, "{summary}")?,
         TestOutput::Json | TestOutput::Yaml | TestOutput::Junit => eprintln!("{summary}"),
     }
+    out.flush()?;
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -226,7 +233,8 @@ fn project_dist(args: &TestArgs) -> Option<ModuleDir> {
         })
 }
 
-pub fn print_table(outcomes: &[scenario::Outcome]) {
+/// The verdict table: one line per scenario, its failures below it.
+pub fn print_table(out: &mut impl Write, outcomes: &[scenario::Outcome]) -> std::io::Result<()> {
     let width = outcomes
         .iter()
         .map(|o| display(&o.dir).len())
@@ -235,16 +243,18 @@ pub fn print_table(outcomes: &[scenario::Outcome]) {
         .min(70);
     for outcome in outcomes {
         let status = if outcome.passed() { "PASS" } else { "FAIL" };
-        println!(
+        writeln!(
+            out,
             "{status}  {:<width$}  {:<8}  {}",
             display(&outcome.dir),
             outcome.verdict,
             truncate(&one_line(&outcome.message), 100),
-        );
+        )?;
         for failure in &outcome.failures {
-            println!("      - {}", one_line(failure));
+            writeln!(out, "      - {}", one_line(failure))?;
         }
     }
+    Ok(())
 }
 
 /// One scenario's result as data: what was expected to hold, what failed,

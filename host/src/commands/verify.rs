@@ -59,7 +59,7 @@ pub struct VerifyArgs {
     #[command(flatten)]
     pub verification: VerificationArgs,
     /// Output format.
-    #[arg(short, long, value_enum, default_value_t = VerifyFormat::Text)]
+    #[arg(short, long, value_name = "FORMAT", default_value = "text", value_parser = crate::output::format::<VerifyFormat>())]
     pub output: VerifyFormat,
 }
 

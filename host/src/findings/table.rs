@@ -21,21 +21,33 @@ fn paint(outcome: Outcome, colour: bool) -> String {
     format!("\x1b[{code}m{word}\x1b[0m")
 }
 
+/// How a table shows its `skip` results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skips {
+    /// In their objects' blocks, as any result (`run`: one per object).
+    Inline,
+    /// Once per reason, with how many objects it holds for (`audit`: a
+    /// cluster's many objects skipped for one reason would drown the rest).
+    ByReason,
+}
+
 /// Writes the table: one block per object with its results (passing ones
-/// only with `show_pass`), in the order of `findings`, then one line per
-/// policy of `policies` with its counts. A finding whose policy is not in
-/// `policies` is shown in its object's block but counted nowhere (`run`
-/// says so for an object no module applies to).
+/// only with `show_pass`; skips by `skips`), in the order of `findings`,
+/// then one line per policy of `policies` with its counts. A finding whose
+/// policy is not in `policies` is shown in its object's block but counted
+/// nowhere (`run` says so for an object no module applies to).
 pub fn write(
     out: &mut impl Write,
     policies: &[&str],
     findings: &[Finding],
     show_pass: bool,
+    skips: Skips,
     colour: bool,
 ) -> std::io::Result<()> {
     let shown: Vec<&Finding> = findings
         .iter()
         .filter(|f| show_pass || f.result != Outcome::Pass)
+        .filter(|f| skips == Skips::Inline || f.result != Outcome::Skip)
         .collect();
     let width = policies
         .iter()
@@ -75,6 +87,9 @@ pub fn write(
             finding.message
         )?;
     }
+    if skips == Skips::ByReason {
+        write_skips(out, findings, width)?;
+    }
     writeln!(out)?;
     writeln!(
         out,
@@ -100,6 +115,33 @@ pub fn write(
             count(Outcome::Warn),
             count(Outcome::Error),
             count(Outcome::Skip),
+        )?;
+    }
+    Ok(())
+}
+
+/// The skipped results, one line per policy and reason with how many
+/// objects it holds for, in the order first met.
+fn write_skips(out: &mut impl Write, findings: &[Finding], width: usize) -> std::io::Result<()> {
+    let mut reasons: Vec<(&str, &str, usize)> = Vec::new();
+    for finding in findings.iter().filter(|f| f.result == Outcome::Skip) {
+        match reasons
+            .iter_mut()
+            .find(|(policy, message, _)| *policy == finding.policy && *message == finding.message)
+        {
+            Some((_, _, n)) => *n += 1,
+            None => reasons.push((&finding.policy, &finding.message, 1)),
+        }
+    }
+    if reasons.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nSkipped, by reason:")?;
+    for (policy, message, n) in reasons {
+        writeln!(
+            out,
+            "{policy:<width$}  {:>11}  {message}",
+            crate::output::count(n, "object")
         )?;
     }
     Ok(())

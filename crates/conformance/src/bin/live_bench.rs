@@ -127,7 +127,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let taken = Command::new(&args.olm_guard)
         .args(["snapshot", "--kubeconfig", &kubeconfig, "--dist"])
         .arg(&args.dist)
-        .arg("-o")
+        .arg("--output-file")
         .arg(&dump)
         .output()?;
     if !taken.status.success() {

@@ -72,27 +72,39 @@ fn warning_text(header: &str) -> String {
 }
 
 impl TestCluster {
-    /// Sends `write` of `object` as `requester` (`None`: as the
-    /// administrator), with `dryRun=All` when `dry_run`, and reads the
-    /// whole answer.
+    /// Sends `write` of `object` (or of its `subresource`, `status`) as
+    /// `requester` (`None`: as the administrator), a dry run
+    /// (`dryRun=All`) when `dry_run`, and reads the whole answer.
     pub fn write_as(
         &self,
         requester: Option<&Requester>,
         write: Write,
         object: &Value,
+        subresource: Option<&str>,
         dry_run: bool,
     ) -> Result<Written, ClusterError> {
-        let url = self.object_url(object, write != Write::Create)?;
-        let url = if dry_run {
-            format!("{url}?dryRun=All")
-        } else {
-            url
-        };
+        let mut url = self.object_url(object, write != Write::Create)?;
+        if let Some(subresource) = subresource {
+            url = format!("{url}/{subresource}");
+        }
         let (method, body) = match write {
             Write::Create => ("POST", serde_json::to_vec(object)),
             Write::Update => ("PUT", serde_json::to_vec(object)),
-            Write::Delete => ("DELETE", serde_json::to_vec(&serde_json::json!({}))),
+            // A DELETE's options are its body, and the API server reads
+            // the query only when there is none (k8s.io/apiserver
+            // `pkg/endpoints/handlers/delete.go`, `DeleteResource`).
+            Write::Delete => (
+                "DELETE",
+                serde_json::to_vec(&serde_json::json!({
+                    "apiVersion": "v1",
+                    "kind": "DeleteOptions",
+                    "dryRun": if dry_run { vec!["All"] } else { Vec::new() },
+                })),
+            ),
         };
+        if dry_run && write != Write::Delete {
+            url = format!("{url}?dryRun=All");
+        }
         let body = body.map_err(|e| request_error("an object", e))?;
         let mut request = http::Request::builder()
             .method(method)

@@ -114,14 +114,13 @@ pub struct Requester {
 }
 
 impl Requester {
-    fn user_info(&self) -> Option<Value> {
+    /// The `userInfo` of the requests: `--as` in its groups as the API
+    /// server completes them; none without `--as`.
+    pub fn user_info(&self) -> Option<Value> {
+        // The groups the API server completes for the user (`run` sends
+        // the same).
         self.user.as_ref().map(|user| {
-            let mut groups = self.groups.clone();
-            // The API server adds it to every authenticated user.
-            if !groups.iter().any(|g| g == "system:authenticated") {
-                groups.push("system:authenticated".into());
-            }
-            json!({"username": user, "groups": groups})
+            json!({"username": user, "groups": crate::requester::groups_of(user, &self.groups)})
         })
     }
 }
@@ -141,6 +140,66 @@ enum Mode {
 }
 
 const AUDIT_MASTER: &str = "olm-guard:audit";
+
+/// The group every authorizer check allows.
+const PRIVILEGED_GROUP: &str = "system:masters";
+
+/// A live cluster whose `can_i` for a member of `system:masters` is
+/// answered here, as the API server's authorizer answers it before any
+/// other (kubernetes/kubernetes, `pkg/kubeapiserver/authorizer/config.go`:
+/// `authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)`
+/// comes first, and allows everything): a requester-free evaluation
+/// (as `system:masters`) then creates no SubjectAccessReview, which an
+/// auditor allowed to list only may not create. Everything else goes to
+/// the cluster.
+pub struct PrivilegedGroup(pub ClusterContext);
+
+impl olm_guard_core::Cluster for PrivilegedGroup {
+    fn list_all(
+        &self,
+        request: &olm_guard_core::protocol::ListAllResourcesRequest,
+    ) -> Result<Vec<u8>, olm_guard_core::ContextError> {
+        self.0.list_all(request)
+    }
+
+    fn list_by_namespace(
+        &self,
+        request: &olm_guard_core::protocol::ListResourcesByNamespaceRequest,
+    ) -> Result<Vec<u8>, olm_guard_core::ContextError> {
+        self.0.list_by_namespace(request)
+    }
+
+    fn get(
+        &self,
+        request: &olm_guard_core::protocol::GetResourceRequest,
+    ) -> Result<Vec<u8>, olm_guard_core::ContextError> {
+        self.0.get(request)
+    }
+
+    fn can_i(
+        &self,
+        request: &olm_guard_core::protocol::CanIRequest,
+    ) -> Result<olm_guard_core::protocol::SubjectAccessReviewStatus, olm_guard_core::ContextError>
+    {
+        let privileged = request
+            .subject_access_review
+            .groups
+            .iter()
+            .flatten()
+            .any(|group| group == PRIVILEGED_GROUP);
+        if privileged {
+            return Ok(olm_guard_core::protocol::SubjectAccessReviewStatus {
+                allowed: true,
+                ..Default::default()
+            });
+        }
+        self.0.can_i(request)
+    }
+
+    fn shared_answers(&self) -> Option<&olm_guard_core::shared::SharedAnswers> {
+        self.0.shared_answers()
+    }
+}
 
 /// The most request bytes one `validate_batch` call carries: a module's
 /// instance holds the batch, its decoded requests and the shared lists
@@ -165,6 +224,29 @@ pub struct Audit {
     /// list decoded once per batch); `false` (`--no-batch`) gives every
     /// evaluation its own instance, as policy-server does per request.
     pub batched: bool,
+    /// Judge the objects the cluster manages itself too
+    /// (`--include-system`); left out otherwise ([`managed_by_cluster`]).
+    pub include_system: bool,
+}
+
+/// The label Kubernetes puts on the RBAC objects it creates and
+/// reconciles at every start (kubernetes/kubernetes,
+/// `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`,
+/// `bootstrapPolicyLabel`: `kubernetes.io/bootstrapping: rbac-defaults`).
+const BOOTSTRAPPING_LABEL: &str = "kubernetes.io/bootstrapping";
+
+/// Whether the cluster manages `object` itself: Kubernetes' bootstrap RBAC
+/// (its label), or a `system:` name, the prefix Kubernetes reserves for
+/// its own objects (`system:aggregate-to-edit`, `system:controller:...`).
+/// Nobody creates them through admission, so an audit of them says
+/// nothing a policy could act on.
+pub fn managed_by_cluster(object: &Value) -> bool {
+    let meta = olm_guard_core::ObjectMeta::of(object);
+    meta.name.starts_with("system:")
+        || object
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .is_some_and(|labels| labels.contains_key(BOOTSTRAPPING_LABEL))
 }
 
 /// One (object, module) evaluation to run.
@@ -315,6 +397,31 @@ impl Audit {
         findings
     }
 
+    /// How many objects some module covers that the cluster manages
+    /// itself and were left out (none with `--include-system`).
+    pub fn left_out(&self) -> usize {
+        if self.include_system {
+            return 0;
+        }
+        self.snapshot
+            .objects()
+            .filter(|object| managed_by_cluster(object) && !self.covering(object).is_empty())
+            .count()
+    }
+
+    /// The modules (their indices) whose rules cover `object`'s kind.
+    fn covering(&self, object: &Value) -> Vec<usize> {
+        let subject = Subject::of(object, self.snapshot.api_resources());
+        let (group, version) = match subject.api_version.split_once('/') {
+            Some((group, version)) => (group, version),
+            None => ("", subject.api_version.as_str()),
+        };
+        let resource = guess_resource(&subject.kind);
+        (0..self.policies.len())
+            .filter(|&index| self.policies[index].covers(group, version, &resource))
+            .collect()
+    }
+
     /// How many objects the snapshot holds, and how many some module covers.
     pub fn coverage(&self) -> (usize, usize) {
         let tasks = self.tasks();
@@ -327,6 +434,9 @@ impl Audit {
     fn tasks(&self) -> Vec<Task<'_>> {
         let mut tasks = Vec::new();
         for object in self.snapshot.objects() {
+            if !self.include_system && managed_by_cluster(object) {
+                continue;
+            }
             let subject = Subject::of(object, self.snapshot.api_resources());
             let (group, version) = match subject.api_version.split_once('/') {
                 Some((group, version)) => (group.to_string(), version.to_string()),

@@ -148,21 +148,17 @@ pub fn render(audit: &Audit, findings: &[Finding]) -> String {
     let (objects, audited) = audit.coverage();
     let requester = match &audit.requester.user {
         Some(user) => format!(
-            "as <b>{}</b>{}",
+            "as <b>{}</b> (groups {})",
             escape(user),
-            if audit.requester.groups.is_empty() {
-                String::new()
-            } else {
-                format!(" (groups {})", escape(&audit.requester.groups.join(", ")))
-            }
+            escape(&crate::requester::groups_of(user, &audit.requester.groups).join(", "))
         ),
         None => "without a requester (no --as): checks that need one are skipped".into(),
     };
     let _ = write!(
         html,
-        "<p>{objects} objects in the snapshot, {audited} covered by a module, {} results; \
-         evaluated {requester}.</p>",
-        findings.len()
+        "<p>{} in the snapshot, {audited} covered by a module, {}; evaluated {requester}.</p>",
+        crate::output::count(objects, "object"),
+        crate::output::count(findings.len(), "result"),
     );
 
     html.push_str("<h2>Results per policy</h2>");

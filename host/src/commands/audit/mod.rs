@@ -24,6 +24,10 @@ use crate::output::{count, one_line, write_json, write_yaml};
 use crate::registry::RegistryArgs;
 use engine::{Audit, Progress, Requester};
 
+/// What needs the permissions of writing reports, as said when they are
+/// missing.
+const WRITE_REPORTS: &str = "--write-reports";
+
 /// Exit codes, as `--help` lists them.
 const EXIT_VIOLATION: u8 = 1;
 const EXIT_UNUSABLE: u8 = 2;
@@ -80,13 +84,35 @@ deleted. The kubeconfig's user needs get, list, create, update and
 deletecollection on reports and clusterreports (openreports.io), asked
 before the audit starts; when the audit fails, nothing is written.
 
+What the cluster manages itself is left out: Kubernetes' bootstrap RBAC
+(label kubernetes.io/bootstrapping: admin, edit, view, ...) and objects named
+system:*, which nobody creates through admission; how many is said, and
+--include-system audits them. The table sums skips up by reason, one line
+each with its count (-o json lists every result).
+
+Needs from RBAC (a live cluster): list, at the cluster scope (every
+namespace), on every kind the modules judge and read; for the six modules of
+olm-guard:
+  operators.coreos.com: catalogsources, clusterserviceversions, operatorgroups,
+    scopeinstances, scopetemplates
+  operators.io.operator-framework: scopeinstances, scopetemplates
+  olm.operatorframework.io: clusterobjectsets
+  rbac.authorization.k8s.io: clusterrolebindings, clusterroles, rolebindings, roles
+  core: namespaces
+and, with --as, create on subjectaccessreviews.authorization.k8s.io for the
+modules that call can_i (aggregation-escalation, group-authorization,
+scope-rbac); without --as they create none. Each permission is checked first
+(SelfSubjectAccessReviews, as `kubectl auth can-i` asks), and every one
+missing is named at once, with the modules that can be audited without it.
+
 Exit codes:
-  0  the audit ran; nothing failed, or something did without --fail-on-violation
-  1  --fail-on-violation, and at least one result is fail or error
+  0  the audit ran; nothing failed, or something did without --fail-on-deny
+  1  --fail-on-deny, and at least one result is fail or error
   2  the audit could not run: a file or module that cannot be read, an
      empty --cluster file (without --allow-empty), settings a module
      refuses, a --settings for no module, a cluster that cannot be read
-     (kubeconfig, connection, credentials, timeout), or invalid arguments")]
+     (kubeconfig, connection, credentials, timeout), a permission the
+     kubeconfig's user lacks (each named), or invalid arguments")]
 pub struct AuditArgs {
     /// The modules to audit with: names in the module directory (--dist),
     /// .wasm files or registry references; `all` (the default) for every
@@ -127,9 +153,8 @@ pub struct AuditArgs {
     /// A group of the --as user; repeatable.
     #[arg(long = "as-group", value_name = "GROUP", requires = "as_user")]
     pub as_groups: Vec<String>,
-    /// Output: a table, JSON or YAML (one document: the summary and every
-    /// result), one self-contained HTML page, or report CRs.
-    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    /// Output format.
+    #[arg(short, long, value_name = "FORMAT", default_value = "table", value_parser = crate::output::format::<Output>())]
     pub output: Output,
     /// With `-o report` and --write-reports: openreports.io/v1alpha1
     /// Report/ClusterReport, or wgpolicyk8s.io/v1alpha2
@@ -147,9 +172,16 @@ pub struct AuditArgs {
     /// always hold every result).
     #[arg(long)]
     pub show_pass: bool,
-    /// Exit 1 when a result is fail or error.
+    /// Audit the objects the cluster manages itself too: Kubernetes'
+    /// bootstrap RBAC (label kubernetes.io/bootstrapping: admin, edit,
+    /// view, ...) and objects named system:*, left out otherwise (their
+    /// number is said).
     #[arg(long)]
-    pub fail_on_violation: bool,
+    pub include_system: bool,
+    /// Exit 1 when a result is fail or error, as `run --fail-on-deny`.
+    // `--fail-on-violation`, this command's spelling before, is read too.
+    #[arg(long, alias = "fail-on-violation")]
+    pub fail_on_deny: bool,
     /// Give every evaluation its own module instance, as policy-server does
     /// per request, instead of evaluating each module's objects in batches
     /// that decode every list once (same results, slower on large snapshots).
@@ -161,10 +193,19 @@ pub struct AuditArgs {
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {
+    /// The results by object, skips summed up by reason, and the counts
+    /// per policy.
     Table,
+    /// The same table (`text` is the table here, as `run`'s `text` is
+    /// with several modules).
+    Text,
+    /// One document: the summary and every result.
     Json,
+    /// The same document as YAML.
     Yaml,
+    /// One self-contained HTML page.
     Html,
+    /// Report CRs (--report-kind), for kubectl apply.
     Report,
 }
 
@@ -178,6 +219,8 @@ pub fn audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     // Exit 1 is kept for violations, so anything that stops the audit is 2.
     match run(&args) {
         Ok(code) => Ok(code),
+        // The reader of stdout left (`| head`): main ends quietly.
+        Err(e) if crate::output::is_broken_pipe(&e) => Err(e),
         Err(e) => {
             eprintln!("olm-guard: {}", one_line(&format!("{e:#}")));
             Ok(ExitCode::from(EXIT_UNUSABLE))
@@ -217,8 +260,11 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let modules = modules_of(args)?;
-    let names: Vec<&str> = modules.iter().map(|(name, _)| name.as_str()).collect();
-    let settings = crate::settings::by_module(&args.settings, &names)?;
+    let names: Vec<String> = modules.iter().map(|(name, _)| name.clone()).collect();
+    let settings = {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        crate::settings::by_module(&args.settings, &names)?
+    };
     let runtime = args.limits.runtime()?;
     // Read before `modules` moves into the compilation below.
     let metadata = if session.is_some() {
@@ -233,11 +279,23 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     };
     let mut live_context = None;
     let audit = if let Some(session) = &session {
+        // Every permission the audit needs is checked before anything is
+        // listed, and all those missing are named at once.
+        let modules: Vec<(&str, &olm_guard_runtime::Metadata)> = names
+            .iter()
+            .map(String::as_str)
+            .zip(metadata.iter())
+            .collect();
+        let judged = judged_kinds(session, &metadata)?;
+        check_access(args, session, &modules, &judged, report_target.as_ref())?;
         // The cluster is listed while the modules compile: each takes a
         // while, and they need nothing of each other (the kinds come from
         // the metadata, read without compiling).
         let (policies, lists) = std::thread::scope(|scope| {
-            let listing = scope.spawn(|| list_judged(args, session, &metadata));
+            let listing = scope.spawn(|| {
+                live::read(session, &judged, args.live.chunk_size)
+                    .map(|lists| (judged.clone(), lists))
+            });
             let policies = load();
             let lists = listing
                 .join()
@@ -258,9 +316,11 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
             policies,
             requester,
             batched: !args.no_batch,
+            include_system: args.include_system,
         }
     };
     let findings = audit.run(&progress_bar());
+    let left_out = audit.left_out();
     if let Some(failure) = live_context.as_ref().and_then(LiveContext::failure) {
         anyhow::bail!("{failure}; the audit is incomplete, so no report is printed");
     }
@@ -285,14 +345,24 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
 
     let mut out = std::io::stdout().lock();
     match args.output {
-        Output::Table => {
+        Output::Table | Output::Text => {
             let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             let names: Vec<&str> = audit
                 .policies
                 .iter()
                 .map(|p| p.module.name.as_str())
                 .collect();
-            table::write(&mut out, &names, &findings, args.show_pass, colour)?;
+            table::write(
+                &mut out,
+                &names,
+                &findings,
+                args.show_pass,
+                table::Skips::ByReason,
+                colour,
+            )?;
+            if left_out > 0 {
+                writeln!(out, "\n{}", left_out_line(left_out))?;
+            }
         }
         Output::Json => write_json(&mut out, &to_json(&audit, &findings))?,
         Output::Yaml => write_yaml(&mut out, &to_json(&audit, &findings))?,
@@ -300,6 +370,9 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         Output::Report => report::write(&mut out, &reports())?,
     }
     out.flush()?;
+    if left_out > 0 && !matches!(args.output, Output::Table | Output::Text) {
+        eprintln!("olm-guard: note: {}", left_out_line(left_out));
+    }
     let counts = counts(&findings);
     eprintln!(
         "olm-guard audit: {}, {} ({}) in {:.2?} on {} threads",
@@ -316,7 +389,7 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let violated = findings
         .iter()
         .any(|f| matches!(f.result, Outcome::Fail | Outcome::Error));
-    Ok(if args.fail_on_violation && violated {
+    Ok(if args.fail_on_deny && violated {
         ExitCode::from(EXIT_VIOLATION)
     } else {
         ExitCode::SUCCESS
@@ -344,12 +417,12 @@ fn modules_of(args: &AuditArgs) -> anyhow::Result<Vec<(String, PathBuf)>> {
 /// The kinds a live audit judges, and each one's objects as listed.
 type Listed = (Vec<live::Kind>, Vec<(live::Kind, Vec<Value>)>);
 
-/// Every kind the modules judge (from their metadata), listed page by page.
-fn list_judged(
-    args: &AuditArgs,
+/// Every kind the modules judge (from their metadata) that the server
+/// serves; the others are said on stderr.
+fn judged_kinds(
     session: &Session,
     metadata: &[olm_guard_runtime::Metadata],
-) -> anyhow::Result<Listed> {
+) -> anyhow::Result<Vec<live::Kind>> {
     let metadata: Vec<&olm_guard_runtime::Metadata> = metadata.iter().collect();
     let (judged, wildcards) = live::kinds_judged(&metadata);
     for rule in wildcards {
@@ -369,8 +442,105 @@ fn list_judged(
             session.server()
         );
     }
-    let lists = live::read(session, &kinds, args.live.chunk_size)?;
-    Ok((kinds, lists))
+    Ok(kinds)
+}
+
+/// Refuses, naming every one at once, when the kubeconfig's user lacks a
+/// permission the audit needs: list on every kind judged (`judged`) and
+/// read by the `modules` (name, metadata), and, with --as, create
+/// subjectaccessreviews for the modules that call can_i (without --as they
+/// are evaluated as `system:masters`, whom every check allows, and need no
+/// review: [`engine::PrivilegedGroup`]); and what writing the reports
+/// needs with --write-reports. The modules whose needs are all
+/// granted, and those that never call can_i, are named as what can still
+/// run.
+fn check_access(
+    args: &AuditArgs,
+    session: &Session,
+    modules: &[(&str, &olm_guard_runtime::Metadata)],
+    judged: &[live::Kind],
+    reports: Option<&live::ReportTarget>,
+) -> anyhow::Result<()> {
+    let mut needs = Vec::new();
+    for kind in reports.iter().flat_map(|target| &target.kinds) {
+        needs.extend(live::Permission::write_reports(kind, WRITE_REPORTS));
+    }
+    for (name, metadata) in modules {
+        let (covered, _) = live::kinds_judged(&[*metadata]);
+        for kind in judged {
+            if covered
+                .iter()
+                .any(|(v, plural)| *v == kind.api_version && *plural == kind.plural)
+            {
+                needs.push(live::Permission::list(kind, format!("judged by {name}")));
+            }
+        }
+        for (api_version, kind) in live::kinds_read(&[*metadata]) {
+            if let Some(kind) = session.kind(&api_version, &kind)? {
+                needs.push(live::Permission::list(&kind, format!("read by {name}")));
+            }
+        }
+        if let Some(user) = &args.as_user
+            && live::calls_can_i(metadata)
+        {
+            needs.push(live::Permission::create_subject_access_reviews(format!(
+                "can_i for --as {user} by {name}"
+            )));
+        }
+    }
+    let needs = live::merge(needs);
+    let Some(missing) = live::missing(session, &needs) else {
+        return Ok(());
+    };
+    if missing.is_empty() {
+        return Ok(());
+    }
+    // Each reason ends with the module's name (`judged by NAME`).
+    let blocked = |name: &str| {
+        missing.iter().any(|p| {
+            p.needed_by
+                .iter()
+                .any(|why| why.ends_with(&format!(" {name}")))
+        })
+    };
+    let runnable: Vec<&str> = modules
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| !blocked(name))
+        .collect();
+    let without_can_i: Vec<&str> = modules
+        .iter()
+        .filter(|(_, metadata)| !live::calls_can_i(metadata))
+        .map(|(name, _)| *name)
+        .collect();
+    let mut line = live::missing_line(session, &missing);
+    let for_reports = |p: &live::Permission| p.needed_by.iter().all(|why| why == WRITE_REPORTS);
+    if missing.iter().all(for_reports) {
+        anyhow::bail!(
+            "{line}; nothing was written (the audit without --write-reports prints its reports \
+             with -o report)"
+        );
+    }
+    if runnable.is_empty() {
+        line.push_str("; no module can be audited without them");
+    } else {
+        line.push_str(&format!(
+            "; the modules that need none of them can be audited alone: olm-guard audit {}",
+            runnable.join(" ")
+        ));
+    }
+    if missing.iter().any(|p| p.resource == "subjectaccessreviews") {
+        line.push_str(&format!(
+            "; modules that run without can_i: {}; without --as, the modules that call can_i are \
+             judged for every requester and create no SubjectAccessReview",
+            if without_can_i.is_empty() {
+                "none".to_string()
+            } else {
+                without_can_i.join(", ")
+            }
+        ));
+    }
+    anyhow::bail!("{line}")
 }
 
 /// The audit of a live cluster: the kinds the modules judge, as listed,
@@ -427,14 +597,27 @@ fn read_live(
     Ok((
         Audit {
             snapshot: Arc::new(snapshot),
-            context: context.cluster(),
+            // A requester-free evaluation's can_i (as system:masters) is
+            // answered here, so a list-only auditor gets its report.
+            context: Arc::new(engine::PrivilegedGroup(context.cluster())),
             load_findings,
             policies,
             requester,
             batched: !args.no_batch,
+            include_system: args.include_system,
         },
         context,
     ))
+}
+
+/// What the audit says of the objects it left out: how many, which, and the
+/// flag that judges them.
+fn left_out_line(left_out: usize) -> String {
+    format!(
+        "{} the cluster manages itself (label kubernetes.io/bootstrapping, or a system: name) \
+         left out; --include-system audits them",
+        count(left_out, "object")
+    )
 }
 
 /// How many results of each kind.
@@ -465,10 +648,8 @@ fn to_json(audit: &Audit, findings: &[Finding]) -> Value {
     json!({
         "objects": objects,
         "objectsAudited": covered,
-        "requester": audit.requester.user.as_ref().map(|user| json!({
-            "username": user,
-            "groups": audit.requester.groups,
-        })),
+        "systemObjectsLeftOut": audit.left_out(),
+        "requester": audit.requester.user_info(),
         "policies": audit.policies.iter().map(|p| json!({
             "name": p.module.name,
             "backgroundAudit": p.module.metadata.background_audit,

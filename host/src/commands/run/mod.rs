@@ -21,9 +21,17 @@ use crate::session::SessionArgs;
 use crate::verification::VerificationArgs;
 
 #[derive(Args)]
+#[command(group(
+    // One message that names every way to give the input (clap's own
+    // named only --request).
+    clap::ArgGroup::new("input")
+        .args(["request", "objects", "old_object", "bundle"])
+        .multiple(true)
+        .required(true),
+))]
 #[command(after_help = "\
 Examples:
-  # A manifest, as the API server would send it on CREATE (UPDATE with --old-object):
+  # A manifest, as the API server would send it (CREATE, or UPDATE of a stored object):
   olm-guard run catalog-union --object cs.yaml
   kubectl get catalogsource ops -n olm -o yaml | olm-guard run catalog-union --object -
   olm-guard run og-intersection --object og.yaml --cluster cluster.yaml --as alice --as-group team-a
@@ -43,14 +51,37 @@ Examples:
   # Against a live cluster (--kubeconfig and --context as kubectl takes them):
   olm-guard run og-intersection --object og.yaml --context prod
   olm-guard run group-authorization --object cos.yaml --kubeconfig k.yaml --as alice
+  olm-guard run og-intersection --object og.yaml --no-cluster   # an empty cluster, on purpose
 
-With --kubeconfig or --context, one module's lookups are answered by the API
-server as Kubewarden's policy-server answers them (lists, gets, and can_i as
-a SubjectAccessReview); --cluster files then answer only for the kinds the
-server does not serve. With several modules, the kinds they read are listed
-once into the starting snapshot. A lookup that cannot be answered (the server
-stopped, credentials refused, a timeout) stops the run with exit 2 instead of
-printing its verdict.
+Which cluster, as kubectl chooses it: --kubeconfig or --context, else the
+files of KUBECONFIG, else ~/.kube/config when it exists. --cluster FILE
+without --kubeconfig or --context is the cluster instead, offline, even when
+KUBECONFIG is set; with them, the files answer only for the kinds the server
+does not serve. A module that reads the cluster (contextAwareResources, or a
+kubernetes/* host capability) with no cluster at all is an error (exit 2):
+give one, or --no-cluster to judge against an empty cluster on purpose. A
+module that reads nothing needs no cluster.
+
+With a live cluster, one module's lookups are answered by the API server as
+Kubewarden's policy-server answers them (lists, gets, and can_i as a
+SubjectAccessReview); with several modules, the kinds they read are listed
+once into the starting snapshot. A lookup that cannot be answered (the
+server stopped, credentials refused, a timeout) stops the run with exit 2
+instead of printing its verdict. RBAC the kubeconfig's user needs: list on
+the kinds the modules read, get on the kinds of the objects (one module) or
+list (several), and create subjectaccessreviews.authorization.k8s.io for
+modules that call can_i.
+
+An object the cluster already holds (same apiVersion, kind, namespace and
+name) is judged as an UPDATE of it, as `kubectl apply` sends it, with one
+module as with several; --old-object or --operation says otherwise. A
+namespaced object without a namespace goes in -n's (else `default`).
+
+--as USER is the user as the API server knows it: the --as-group groups,
+and system:authenticated, which the server adds to every user; a service
+account (system:serviceaccount:NS:NAME) without --as-group is in
+system:serviceaccounts and system:serviceaccounts:NS, as the server's
+impersonation puts it.
 
 MODULE is a name in the module directory (`catalog-union`), a path to a
 .wasm file, or registry://host[:port]/repo:tag. The module directory is
@@ -65,32 +96,33 @@ Several modules (or `all`, every module in the module directory): each document 
 the modules whose metadata rules cover its group, version, resource and
 operation, as policy-server's webhooks are registered; an object no rule
 covers is listed as `(none)`. The documents are admitted in order, as
-`kubectl apply -f` sends them: a namespaced object without a namespace goes in
--n's (else `default`); one already in the snapshot is an UPDATE of it; and
-each object every module admitted joins the snapshot for the documents after
-it (--independent: judge each against --cluster alone). Mutating modules run
-first, in name order (the API server calls mutating webhooks ordered by
-their configuration's name, and Kubewarden names it after the policy), each
-on the object as the ones before patched it; the others then judge the final
-object. Unlike the API server, every module is evaluated even after a
-denial, so one run names every reason. --settings MODULE=FILE per module.
+`kubectl apply -f` sends them, and each object every module admitted joins
+the snapshot for the documents after it (--independent: judge each against
+the cluster alone). Mutating modules run first, in name order (the API
+server calls mutating webhooks ordered by their configuration's name, and
+Kubewarden names it after the policy), each on the object as the ones before
+patched it; the others then judge the final object. Unlike the API server,
+every module is evaluated even after a denial, so one run names every
+reason. --settings MODULE=FILE per module.
 
 A --cluster or --api-resources file that holds no object is an error (exit
 2) unless --allow-empty says an empty cluster is meant.
 
-Output: by default the verdict, message, warnings and a diff of any mutation,
-one block per object (several modules: a table, object by module, with the
-verdict, pass | fail | warn | error, and the message's first line);
--o json|yaml prints the AdmissionReviews as one document: the review itself
-for --request, else a v1 List of them, one per object (with several modules
-one per object and module, naming them in `policy`, `source` and
-`operation`), each with the patch decoded (`patchOperations`) and applied
-(`patchedObject`); -o junit a test case per object and module.
+Output (-o): text, by default, the verdict, message, warnings and a diff of
+any mutation, one block per object (several modules: the table, object by
+module, with the verdict, pass | fail | warn | error, and the message's first
+line); json or yaml one document: the AdmissionReview itself for --request or
+one object and module, else a v1 List of them, one per object and module,
+each naming `policy`, `source` (file and document), `operation` and `object`
+(apiVersion, kind, namespace, name) beside `response`, with the patch decoded
+(`patchOperations`) and applied (`patchedObject`); junit a test case per
+object and module. Write a file by redirecting stdout.
 
 Exit codes: 0 the modules answered (allowed, or denied without --fail-on-deny:
 the verdict is in the output); 1 --fail-on-deny and some object was denied;
 2 an input could not be read (the message names the file and document), the
-settings were refused, or a module failed (trap, deadline, memory cap).")]
+settings were refused, a module failed (trap, deadline, memory cap), or a
+module that reads the cluster was given none (without --no-cluster).")]
 pub struct RunArgs {
     /// The policy module: a name in the module directory (--dist), a .wasm
     /// file or registry://host[:port]/repo:tag.
@@ -109,7 +141,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub verification: VerificationArgs,
     /// AdmissionReview or AdmissionRequest, JSON or YAML (`-` for stdin).
-    #[arg(long, value_name = "FILE", required_unless_present_any = ["objects", "old_object", "bundle"], conflicts_with_all = ["objects", "old_object", "bundle"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["objects", "old_object", "bundle"])]
     pub request: Option<PathBuf>,
     /// A Kubernetes object or manifest (YAML or JSON; `-` for stdin); every
     /// document is evaluated, `List`s are unpacked. Repeatable: the files in
@@ -128,8 +160,8 @@ pub struct RunArgs {
     /// --old-object, DELETE with --old-object alone, else CREATE.
     #[arg(long)]
     pub operation: Option<String>,
-    /// Evaluate the request as sent by this user
-    /// (request.userInfo.username), as kubectl's --as.
+    /// Evaluate the request as sent by this user (request.userInfo), as
+    /// kubectl's --as: in the --as-group groups and system:authenticated.
     #[arg(long = "as", alias = "user", value_name = "USER")]
     pub user: Option<String>,
     /// A group of the --as user (repeatable), as kubectl's --as-group.
@@ -151,6 +183,11 @@ pub struct RunArgs {
     pub snapshot: SnapshotArgs,
     #[command(flatten)]
     pub live: LiveArgs,
+    /// Judge against an empty cluster, on purpose: read no kubeconfig (not
+    /// even KUBECONFIG's) and no file. Without it, a module that reads the
+    /// cluster and is given none is an error.
+    #[arg(long, conflicts_with_all = ["cluster", "kubeconfig", "context", "replay"])]
+    pub no_cluster: bool,
     #[command(flatten)]
     pub session: SessionArgs,
     /// metadata.yml to use instead of the module's embedded metadata.
@@ -160,17 +197,13 @@ pub struct RunArgs {
     /// and first bytes (or the error), also when the module fails.
     #[arg(long)]
     pub trace: bool,
-    /// Exit 1 when a module denies any of the requests (a gate for CI).
-    #[arg(long)]
+    /// Exit 1 when a module denies any of the requests (a gate for CI), as
+    /// `audit --fail-on-deny`.
+    // `--fail-on-violation`, audit's spelling before, is read too.
+    #[arg(long, alias = "fail-on-violation")]
     pub fail_on_deny: bool,
-    /// `text`: the verdict, message, warnings and a diff of any mutation
-    /// (with several modules: the table); `table`: object × module, the
-    /// verdict and the message's first line; `json`/`yaml`: one document,
-    /// the AdmissionReview of --request or a List of them (one per object
-    /// and module), with `patchOperations` and `patchedObject` beside
-    /// `response` when the module mutated the object; `junit`: a test case
-    /// per object and module.
-    #[arg(short, long, value_enum, default_value_t = RunOutput::Text)]
+    /// Output format.
+    #[arg(short, long, value_name = "FORMAT", default_value = "text", value_parser = crate::output::format::<RunOutput>())]
     pub output: RunOutput,
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -179,10 +212,17 @@ pub struct RunArgs {
 /// How `run` prints the response.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RunOutput {
+    /// The verdict, message, warnings and a diff of any mutation (with
+    /// several modules: the table).
     Text,
+    /// Object × module: the verdict and the message's first line.
     Table,
+    /// One document: the AdmissionReview (one request), else a List of
+    /// them, one per object and module.
     Json,
+    /// The same document as YAML.
     Yaml,
+    /// JUnit XML: a test case per object and module.
     Junit,
 }
 

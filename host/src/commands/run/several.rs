@@ -10,12 +10,11 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use olm_guard_evaluator::input::Requester;
 use olm_guard_evaluator::preflight::{self, Module, Pair, PreflightError, Report, Unrouted};
 
-use super::{RunArgs, RunOutput, show};
+use super::{RunArgs, RunOutput, one, show};
 use crate::findings::{Finding, Outcome, Subject, table};
 use crate::live::{self, Wanted};
 use crate::modules::{self, ALL, Loaded};
@@ -127,7 +126,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let runtime = args.limits.runtime()?;
     let mut policies = modules::load(&runtime, modules, settings)?;
     preflight::call_order(&mut policies, Loaded::as_module);
-    let snapshot = if args.live.given() {
+    // The cluster kubectl would choose (`run --help`), as with one module.
+    let source = one::Source::of(&args)?;
+    let snapshot = if source == one::Source::Live {
         live_snapshot(&args, &policies, &documents, snapshot)?
     } else {
         snapshot
@@ -135,10 +136,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let options = preflight::Options {
         namespace: args.namespace.clone(),
         operation: args.operation.clone(),
-        requester: Requester {
-            username: args.user.clone().unwrap_or_default(),
-            groups: args.groups.clone(),
-        },
+        requester: crate::requester::of(args.user.as_deref(), &args.groups),
         old_object: old,
         independent: args.independent,
     };
@@ -169,6 +167,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         order,
         ..
     } = report;
+    if source == one::Source::None && !args.no_cluster {
+        // The modules that judged a document and read the cluster, given
+        // none: refused as with one module, before anything is printed.
+        let reads: Vec<(String, &olm_guard_runtime::Metadata)> = policies
+            .iter()
+            .filter(|p| live::reads_cluster(&p.metadata))
+            .filter(|p| pairs.iter().any(|pair| pair.policy == p.name))
+            .map(|p| (p.name.clone(), &p.metadata))
+            .collect();
+        one::no_cluster_for(&reads)?;
+    }
 
     let mut out = std::io::stdout().lock();
     match args.output {
@@ -249,14 +258,12 @@ fn live_snapshot(
 }
 
 /// The AdmissionReview of one pair, as `run -o json` prints one, with the
-/// module's name, the document and the operation beside `response` (the
-/// API server reads only `response`).
+/// module's name, the document, the operation and the object beside
+/// `response` (the API server reads only `response`).
 fn review(pair: &Pair) -> anyhow::Result<Value> {
     let mut review = show::review_document(&pair.request, pair.response.clone())
         .with_context(|| format!("{}: {}", pair.policy, pair.document))?;
-    review["policy"] = json!(pair.policy);
-    review["source"] = json!(pair.document);
-    review["operation"] = pair.request.get("operation").cloned().unwrap_or_default();
+    show::name_in_list(&mut review, &pair.policy, &pair.document, &pair.request);
     Ok(review)
 }
 
@@ -293,7 +300,7 @@ fn write_table(
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut names: Vec<&str> = policies.iter().map(|p| p.name.as_str()).collect();
     names.sort_unstable();
-    table::write(out, &names, &findings, true, colour)?;
+    table::write(out, &names, &findings, true, table::Skips::Inline, colour)?;
     let mutating: Vec<&str> = policies
         .iter()
         .filter(|p| p.metadata.mutating)

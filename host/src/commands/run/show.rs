@@ -30,6 +30,42 @@ pub fn review_document(request: &Value, response: AdmissionResponse) -> anyhow::
 
 pub use olm_guard_core::display::subject;
 
+/// Names, beside `response`, what a review in a List is about, so that each
+/// item says it without the request: the module (`policy`), the file and
+/// document (`source`), the `operation`, and the `object` (`apiVersion`,
+/// `kind`, `namespace`, `name`; a DELETE's is its old object). The API
+/// server reads only `response`.
+pub fn name_in_list(review: &mut Value, policy: &str, source: &str, request: &Value) {
+    let object = request
+        .get("object")
+        .filter(|o| o.is_object())
+        .or_else(|| request.get("oldObject"))
+        .unwrap_or(&Value::Null);
+    let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or("");
+    let meta = olm_guard_core::ObjectMeta::of(object);
+    let mut named = serde_json::json!({
+        "apiVersion": text("apiVersion"),
+        "kind": text("kind"),
+        "name": meta.name,
+    });
+    let namespace = request
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or(&meta.namespace);
+    if !namespace.is_empty() {
+        named["namespace"] = serde_json::json!(namespace);
+    }
+    if let Some(map) = review.as_object_mut() {
+        map.insert("policy".into(), serde_json::json!(policy));
+        map.insert("source".into(), serde_json::json!(source));
+        map.insert(
+            "operation".into(),
+            request.get("operation").cloned().unwrap_or_default(),
+        );
+        map.insert("object".into(), named);
+    }
+}
+
 /// The readable form: the verdict on the first line, then the message, the
 /// code, each warning, and a unified diff of the object's YAML before and
 /// after the module's patch.

@@ -16,7 +16,7 @@ use olm_guard_runtime::metadata::annotation;
 #[derive(Args)]
 #[command(after_help = "\
 Examples:
-  olm-guard scaffold artifacthub policies/catalog-union -o policies/catalog-union/artifacthub-pkg.yml
+  olm-guard scaffold artifacthub policies/catalog-union --output-file policies/catalog-union/artifacthub-pkg.yml
   olm-guard scaffold artifacthub policies/* --dir artifacthub
 
 Exit codes: 0 written; 2 a metadata.yml or README.md is unreadable or
@@ -30,15 +30,24 @@ pub struct ArtifacthubArgs {
     /// (the version the module embeds). Defaults to it.
     #[arg(long)]
     pub version: Option<String>,
-    /// Write the one policy's `artifacthub-pkg.yml` to FILE instead of
-    /// standard output.
-    #[arg(short, long, value_name = "FILE", conflicts_with = "dir")]
-    pub output: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_name = "FORMAT", default_value = "yaml", value_parser = crate::output::format_or_file::<PackageFormat>("--output-file"))]
+    pub output: PackageFormat,
+    /// Write the output to FILE instead of stdout.
+    #[arg(long, value_name = "FILE", conflicts_with = "dir")]
+    pub output_file: Option<PathBuf>,
     /// Write the Artifact Hub repository tree: `DIR/artifacthub-repo.yml`
     /// and, per policy, `DIR/<name>/<version>/artifacthub-pkg.yml` and
     /// `README.md`.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, visible_alias = "output-dir", value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+/// How `scaffold artifacthub` writes a package.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PackageFormat {
+    /// `artifacthub-pkg.yml`, the one format Artifact Hub reads.
+    Yaml,
 }
 
 /// One policy's package, ready to write.
@@ -50,20 +59,22 @@ struct Package {
     yaml: String,
 }
 
-/// Writes the packages: to standard output, `-o FILE`, or the repository
-/// tree under `--dir`.
+/// Writes the packages: to standard output, `--output-file FILE`, or the
+/// repository tree under `--dir`.
 pub fn artifacthub(args: ArtifacthubArgs) -> anyhow::Result<ExitCode> {
     if args.dir.is_none() && args.policies.len() > 1 {
         bail!(
-            "several policies need --dir DIR (one package file each); -o and standard output take one"
+            "several policies need --dir DIR (one package file each); --output-file and standard output take one"
         );
     }
+    // YAML is the one format Artifact Hub reads.
+    let PackageFormat::Yaml = args.output;
     let packages = args
         .policies
         .iter()
         .map(|dir| package(dir, args.version.as_deref()))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    match (&args.dir, &args.output) {
+    match (&args.dir, &args.output_file) {
         (Some(root), _) => {
             for p in &packages {
                 let dir = root.join(&p.name).join(&p.version);
@@ -85,8 +96,9 @@ pub fn artifacthub(args: ArtifacthubArgs) -> anyhow::Result<ExitCode> {
             }
         }
         (None, None) => {
+            let mut out = std::io::stdout().lock();
             for p in &packages {
-                print!("{}", p.yaml);
+                std::io::Write::write_all(&mut out, p.yaml.as_bytes())?;
             }
         }
     }

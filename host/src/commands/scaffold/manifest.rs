@@ -3,6 +3,7 @@
 //! module, built by `olm_guard_evaluator::manifest`.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -22,7 +23,8 @@ use crate::settings;
 #[command(after_help = "\
 Examples:
   olm-guard scaffold manifest -t ClusterAdmissionPolicy --allow-context-aware dist/og-intersection.wasm
-  olm-guard scaffold manifest -t AdmissionPolicy -n team-a --settings settings.yaml catalog-union -o cs.yaml
+  olm-guard scaffold manifest -t AdmissionPolicy -n team-a --settings settings.yaml catalog-union --output-file cs.yaml
+  olm-guard scaffold manifest -t ClusterAdmissionPolicy catalog-union -o json | kubectl apply -f -
 
 --settings are checked by the module's own validate_settings before anything
 is written, as `run` checks them, and written so that kubectl reads the same
@@ -63,16 +65,29 @@ pub struct ManifestArgs {
     /// `registry://<ociUrl>:v<version>` from its annotations).
     #[arg(long, value_name = "URI")]
     pub module_url: Option<String>,
-    /// Write the manifest to FILE instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_name = "FORMAT", default_value = "yaml", value_parser = crate::output::format_or_file::<Written>("--output-file"))]
+    pub output: Written,
+    /// Write the output to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+}
+
+/// How `scaffold manifest` and `scaffold policies` write.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Written {
+    /// YAML, as kwctl writes it (strings kubectl would read otherwise
+    /// quoted).
+    Yaml,
+    /// The same document as JSON.
+    Json,
 }
 
 #[derive(Args)]
 #[command(after_help = "\
 Examples:
-  olm-guard scaffold policies all -o policies.yml        # every module, from its registry
-  olm-guard scaffold policies all --file-urls -o local.yml
+  olm-guard scaffold policies all --output-file policies.yml   # every module, from its registry
+  olm-guard scaffold policies all --file-urls > local.yml
   policy-server --policies local.yml --ignore-kubernetes-connection-failure
 
 Each module is named by its registry reference (registry://<ociUrl>:v<version>
@@ -93,9 +108,12 @@ pub struct PoliciesArgs {
     /// its registry reference: for a policy-server on this machine.
     #[arg(long)]
     pub file_urls: bool,
-    /// Write policies.yml to FILE instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_name = "FORMAT", default_value = "yaml", value_parser = crate::output::format_or_file::<Written>("--output-file"))]
+    pub output: Written,
+    /// Write the output to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
 }
 
 fn parse_kind(value: &str) -> Result<ManifestKind, String> {
@@ -168,10 +186,23 @@ fn write_out(output: Option<&Path>, text: &str) -> anyhow::Result<()> {
             std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
         }
         None => {
-            print!("{text}");
+            std::io::stdout().lock().write_all(text.as_bytes())?;
             Ok(())
         }
     }
+}
+
+/// `value` in the format asked for: `yaml` as built (`yaml`), `json` as
+/// one pretty JSON document.
+fn in_format(
+    format: Written,
+    yaml: String,
+    value: &impl serde::Serialize,
+) -> anyhow::Result<String> {
+    Ok(match format {
+        Written::Yaml => yaml,
+        Written::Json => format!("{}\n", serde_json::to_string_pretty(value)?),
+    })
 }
 
 pub fn manifest(args: ManifestArgs) -> anyhow::Result<ExitCode> {
@@ -195,7 +226,12 @@ pub fn manifest(args: ManifestArgs) -> anyhow::Result<ExitCode> {
     for warning in &scaffolded.warnings {
         eprintln!("olm-guard: warning: {warning}");
     }
-    write_out(args.output.as_deref(), &scaffolded.manifest.to_yaml()?)?;
+    let text = in_format(
+        args.output,
+        scaffolded.manifest.to_yaml()?,
+        &scaffolded.manifest,
+    )?;
+    write_out(args.output_file.as_deref(), &text)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -256,7 +292,11 @@ pub fn policies(args: PoliciesArgs) -> anyhow::Result<ExitCode> {
     } else {
         POLICIES_HEADER.to_string()
     };
-    let text = format!("{header}{}", manifest::policies_yml(&entries)?);
-    write_out(args.output.as_deref(), &text)?;
+    let text = in_format(
+        args.output,
+        format!("{header}{}", manifest::policies_yml(&entries)?),
+        &entries,
+    )?;
+    write_out(args.output_file.as_deref(), &text)?;
     Ok(ExitCode::SUCCESS)
 }
