@@ -292,10 +292,10 @@ impl Preparer<'_> {
         let objects: Vec<Value> = snapshot.objects().cloned().collect();
         // catalog-union's union settings are for a CRD with the union members.
         let union_members = rule == "catalog-union"
-            && ["warnLegacy", "migrateLegacy"]
+            && (["warnLegacy", "migrateLegacy"]
                 .iter()
                 .any(|s| settings.get(s) == Some(&Value::Bool(true)))
-            || rule == "catalog-union" && settings.get("allowLegacy") == Some(&Value::Bool(false));
+                || settings.get("allowLegacy") == Some(&Value::Bool(false)));
         let crd = self.served.crd_for(&request, union_members);
         let mut generated_for = objects.clone();
         generated_for.extend(crd.iter().cloned());
@@ -861,6 +861,76 @@ fn uninstall(plane: &mut Plane, deployment: &Deployment) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What one control plane did with its share of the scenarios.
+struct Share {
+    /// Each scenario's name, rule and outcome.
+    outcomes: Vec<(String, String, Outcome)>,
+    removed: usize,
+    unserved: usize,
+    spent: BTreeMap<&'static str, Duration>,
+}
+
+/// Starts a control plane, installs `crds`, and sends `cases`, deployment
+/// by deployment.
+fn run_share(cases: &[&Case], deployments: &[Deployment], crds: &[Value]) -> anyhow::Result<Share> {
+    let cluster = TestCluster::start()?;
+    cluster.install_crds(crds)?;
+    let mut installed: BTreeMap<String, Value> = crds
+        .iter()
+        .map(|c| {
+            (
+                c["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                c.clone(),
+            )
+        })
+        .collect();
+    let removed = cluster.remove_default_rbac()?;
+    let (sentinel_policies, sentinel_bindings) = sentinels();
+    for policy in &sentinel_policies {
+        if let Err(refusal) = cluster.create(policy)? {
+            bail!("the sentinel policy: {}", refusal.message);
+        }
+    }
+    let mut plane = Plane {
+        cluster,
+        sentinel_bindings,
+        bindings: Vec::new(),
+        bound: false,
+        changes: Changes::default(),
+        unserved: 0,
+        spent: BTreeMap::new(),
+    };
+    let mut outcomes = Vec::new();
+    let mut current: Option<usize> = None;
+    for case in cases {
+        let deployment = &deployments[case.deployment];
+        if current != Some(case.deployment) {
+            if let Some(previous) = current {
+                plane.timed("deployments installed", |plane| {
+                    uninstall(plane, &deployments[previous])
+                })?;
+            }
+            plane
+                .timed("deployments installed", |plane| {
+                    install(plane, deployment, &mut installed)
+                })
+                .with_context(|| format!("installing the deployment of {}", case.name))?;
+            current = Some(case.deployment);
+        }
+        let outcome = send(&mut plane, deployment, case).with_context(|| case.name.clone())?;
+        outcomes.push((case.name.clone(), deployment.rule.clone(), outcome));
+    }
+    Ok(Share {
+        outcomes,
+        removed,
+        unserved: plane.unserved,
+        spent: plane.spent,
+    })
+}
+
 /// The floors: coverage and agreement may only grow.
 const ENFORCED_FLOOR: usize = 295;
 /// Denials whose message is the module's, word for word.
@@ -874,14 +944,14 @@ const MUTATIONS_FLOOR: usize = 21;
 fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> anyhow::Result<()> {
     let root = workspace();
     let runtime = Runtime::new(Limits::default())?;
-    let cluster = TestCluster::start()?;
+    let rendered = tempfile::tempdir()?;
     let served = Served::load(&root)?;
     let mut preparer = Preparer {
         store: PolicyStore::new(&runtime, root.join("dist"))
             .with_metadata_dir(root.join("policies")),
         served,
         kube: KubeHarness::start()?,
-        dir: cluster.dir().to_path_buf(),
+        dir: rendered.path().to_path_buf(),
         deployments: Vec::new(),
     };
     let started = Instant::now();
@@ -926,69 +996,65 @@ fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> any
             crds.push(crd);
         }
     }
-    cluster.install_crds(&crds)?;
-    let mut installed: BTreeMap<String, Value> = crds
-        .iter()
-        .map(|c| {
-            (
-                c["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                c.clone(),
-            )
-        })
-        .collect();
-    let removed = cluster.remove_default_rbac()?;
-    let (sentinel_policies, sentinel_bindings) = sentinels();
-    for policy in &sentinel_policies {
-        if let Err(refusal) = cluster.create(policy)? {
-            bail!("the sentinel policy: {}", refusal.message);
-        }
-    }
-    let mut plane = Plane {
-        cluster,
-        sentinel_bindings,
-        bindings: Vec::new(),
-        bound: false,
-        changes: Changes::default(),
-        unserved: 0,
-        spent: BTreeMap::new(),
-    };
-    plane.spent.insert("scenarios prepared", prepared);
 
+    // Two control planes, each with half of the deployments (whole: a
+    // deployment's scenarios one after the other): most of a scenario's
+    // time is the API server's informers catching up, which two servers
+    // wait out side by side.
+    let mut shares: [Vec<&Case>; 2] = [Vec::new(), Vec::new()];
+    for index in 0..deployments.len() {
+        let of: Vec<&Case> = cases
+            .iter()
+            .filter(|c| c.deployment == index)
+            .map(|c| &**c)
+            .collect();
+        let smaller = usize::from(shares[1].len() < shares[0].len());
+        shares[smaller].extend(of);
+    }
+    let runs: Vec<anyhow::Result<Share>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .iter()
+            .map(|share| {
+                let (deployments, crds) = (&deployments, &crds);
+                scope.spawn(move || run_share(share, deployments, crds))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a share panicked")))
+            })
+            .collect()
+    });
     let mut agree = 0;
     let mut tally: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
     let mut disagreements = Vec::new();
-    let mut current: Option<usize> = None;
-    for case in &cases {
-        let deployment = &deployments[case.deployment];
-        if current != Some(case.deployment) {
-            if let Some(previous) = current {
-                plane.timed("deployments installed", |plane| {
-                    uninstall(plane, &deployments[previous])
-                })?;
-            }
-            plane
-                .timed("deployments installed", |plane| {
-                    install(plane, deployment, &mut installed)
-                })
-                .with_context(|| format!("installing the deployment of {}", case.name))?;
-            current = Some(case.deployment);
+    let (mut removed, mut unserved) = (0, 0);
+    let mut spent: BTreeMap<&'static str, Duration> = BTreeMap::new();
+    spent.insert("scenarios prepared", prepared);
+    for run in runs {
+        let share = run?;
+        removed += share.removed;
+        unserved += share.unserved;
+        for (what, time) in share.spent {
+            *spent.entry(what).or_default() += time;
         }
-        match send(&mut plane, deployment, case).with_context(|| case.name.clone())? {
-            Outcome::Agree { kind, same_text } => {
-                agree += 1;
-                let entry = tally.entry(kind).or_default();
-                entry.0 += 1;
-                if let Some(same) = same_text {
-                    entry.1 += 1;
-                    entry.2 += usize::from(same);
+        for (name, rule, outcome) in share.outcomes {
+            match outcome {
+                Outcome::Agree { kind, same_text } => {
+                    agree += 1;
+                    let entry = tally.entry(kind).or_default();
+                    entry.0 += 1;
+                    if let Some(same) = same_text {
+                        entry.1 += 1;
+                        entry.2 += usize::from(same);
+                    }
                 }
-            }
-            Outcome::NotCovered(reason) => *not_covered.entry(reason).or_default() += 1,
-            Outcome::Disagree(problem) => {
-                disagreements.push(format!("{} ({}):\n  {problem}", case.name, deployment.rule));
+                Outcome::NotCovered(reason) => *not_covered.entry(reason).or_default() += 1,
+                Outcome::Disagree(problem) => {
+                    disagreements.push(format!("{name} ({rule}):\n  {problem}"));
+                }
             }
         }
     }
@@ -1000,7 +1066,7 @@ fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> any
          {removed} objects of the default RBAC deleted first, {} objects of the scenarios' \
          clusters of kinds it does not serve left out",
         deployments.len(),
-        plane.unserved
+        unserved
     );
     for (index, deployment) in deployments.iter().enumerate() {
         let sent = cases.iter().filter(|c| c.deployment == index).count();
@@ -1025,7 +1091,7 @@ fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> any
             "control plane: {count} {kind}; the API server's words are the module's in {same}/{compared}"
         );
     }
-    eprintln!("control plane: time spent: {:?}", plane.spent);
+    eprintln!("control plane: time spent, the two control planes' added up: {spent:?}");
     let uncovered: usize = not_covered.values().sum();
     eprintln!("control plane: {uncovered} scenarios not covered:");
     for (reason, count) in &not_covered {
