@@ -29,6 +29,11 @@
 //!    warnings (Warn and Audit roll-out) and mutated object (as stored)
 //!    compared word for word and counted.
 //!
+//! Every scenario the module denies is sent again to the roll-out form of
+//! its deployment (`scaffold vap --actions warn`: its bindings Warn and
+//! Audit, no CRD patch, each mutation a preview): it must be admitted with
+//! the denial as a warning, whose words are compared and counted too.
+//!
 //! A scenario the native form does not cover (a rule or setting only the
 //! module enforces, an object the API server refuses before admission) is
 //! counted as such, never as agreeing. The test prints `control plane: N/N
@@ -82,6 +87,7 @@ struct Deployment {
 }
 
 /// A scenario, ready to be sent.
+#[derive(Clone)]
 struct Case {
     name: String,
     deployment: usize,
@@ -93,11 +99,16 @@ struct Case {
     /// The grant that lets the requester make the request.
     grant: Vec<Value>,
     module: ModuleAnswer,
+    /// Sent to the roll-out form of the policies (`scaffold vap --actions
+    /// warn`): what the module denies is admitted, with the denial as a
+    /// warning.
+    rollout: bool,
 }
 
-/// Why a scenario is not sent, or the case.
+/// Why a scenario is not sent, or its cases: one for the policies, and one
+/// for their roll-out form when the module denies.
 enum Prepared {
-    Case(Box<Case>),
+    Cases(Vec<Case>),
     NotCovered(String),
 }
 
@@ -354,8 +365,8 @@ impl Preparer<'_> {
             }
             _ => {}
         }
-        let deployment = self.deployment(rule, &native, crd)?;
-        Ok(Prepared::Case(Box::new(Case {
+        let deployment = self.deployment(rule, &native, crd.clone())?;
+        let case = Case {
             name: dir
                 .strip_prefix(workspace())
                 .unwrap_or(dir)
@@ -367,7 +378,17 @@ impl Preparer<'_> {
             objects,
             grant,
             module,
-        })))
+            rollout: false,
+        };
+        let mut cases = vec![case.clone()];
+        if matches!(case.module, ModuleAnswer::Denied(_)) {
+            cases.push(Case {
+                deployment: self.deployment(rule, &native.warn_only(), crd)?,
+                rollout: true,
+                ..case
+            });
+        }
+        Ok(Prepared::Cases(cases))
     }
 }
 
@@ -625,11 +646,16 @@ fn escalation_refused(seen: &Seen) -> bool {
             || message.contains("must have cluster-admin privileges to use the aggregationRule"))
 }
 
-/// Whether the decision is the module's (and not the requester's own
-/// authorization still on its way to the RBAC authorizer's informers).
-fn same_decision(module: &ModuleAnswer, seen: &Seen) -> bool {
+/// Whether the decision is the one expected of `case` (and not the
+/// requester's own authorization still on its way to the RBAC
+/// authorizer's informers): the module's, or, in the roll-out form, an
+/// admission with a warning.
+fn same_decision(case: &Case, seen: &Seen) -> bool {
+    if case.rollout {
+        return matches!(seen, Seen::Admitted { warnings, .. } if !warnings.is_empty());
+    }
     matches!(
-        (module, seen),
+        (&case.module, seen),
         (ModuleAnswer::Denied(_), Seen::Denied(_))
             | (
                 ModuleAnswer::Allowed(_) | ModuleAnswer::Mutated { .. },
@@ -714,7 +740,10 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
             )
         }
         "DELETE" => (Write::Delete, request["oldObject"].clone()),
-        _ => (Write::Create, request["object"].clone()),
+        // As a client creates it: a stored object read back (as the audit
+        // scanner sends one) carries a resourceVersion, which a create
+        // must not.
+        _ => (Write::Create, TestCluster::create_of(&request["object"])),
     };
     // A dry run until the answer settles, then the real request.
     let settling = Instant::now();
@@ -724,7 +753,7 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
                 .cluster
                 .write_as(Some(&case.requester), write, &object, subresource, true)?;
         let answer = seen(&dry);
-        if same_decision(&case.module, &answer)
+        if same_decision(case, &answer)
             || escalation_refused(&answer)
             || settling.elapsed() > SETTLE_WITHIN
         {
@@ -743,6 +772,24 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
     }
     *plane.spent.entry("the request sent").or_default() += started.elapsed();
     let seen = seen(&written);
+    if case.rollout {
+        return Ok(match (&case.module, seen) {
+            (ModuleAnswer::Denied(message), Seen::Admitted { warnings, .. })
+                if !warnings.is_empty() =>
+            {
+                Outcome::Agree {
+                    kind: "warned by the roll-out form",
+                    same_text: Some(warnings.iter().any(|w| warning_text(w) == message)),
+                }
+            }
+            (_, seen) if escalation_refused(&seen) => Outcome::NotCovered(
+                "a ClusterRole write RBAC's own escalation check refuses before admission".into(),
+            ),
+            (module, seen) => Outcome::Disagree(format!(
+                "the roll-out form: module {module:?}\n  the API server: {seen:?}"
+            )),
+        });
+    }
     Ok(match (&case.module, seen) {
         (_, Seen::Denied(server))
             if deployment.crd.is_none() && !server.contains("denied request: ") =>
@@ -757,7 +804,9 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
                     .into(),
             )
         }
-        (ModuleAnswer::Denied(message), Seen::Denied(server)) => {
+        (ModuleAnswer::Denied(message), Seen::Denied(server))
+            if server.contains("denied request: ") || server.contains(" is invalid: ") =>
+        {
             let policy_denial = server.contains("denied request: ");
             Outcome::Agree {
                 kind: if policy_denial {
@@ -863,8 +912,9 @@ fn uninstall(plane: &mut Plane, deployment: &Deployment) -> anyhow::Result<()> {
 
 /// What one control plane did with its share of the scenarios.
 struct Share {
-    /// Each scenario's name, rule and outcome.
-    outcomes: Vec<(String, String, Outcome)>,
+    /// Each case's name, rule, whether it was the roll-out form's, and
+    /// outcome.
+    outcomes: Vec<(String, String, bool, Outcome)>,
     removed: usize,
     unserved: usize,
     spent: BTreeMap<&'static str, Duration>,
@@ -921,7 +971,12 @@ fn run_share(cases: &[&Case], deployments: &[Deployment], crds: &[Value]) -> any
             current = Some(case.deployment);
         }
         let outcome = send(&mut plane, deployment, case).with_context(|| case.name.clone())?;
-        outcomes.push((case.name.clone(), deployment.rule.clone(), outcome));
+        outcomes.push((
+            case.name.clone(),
+            deployment.rule.clone(),
+            case.rollout,
+            outcome,
+        ));
     }
     Ok(Share {
         outcomes,
@@ -939,6 +994,10 @@ const SAME_DENIALS_FLOOR: usize = 55;
 const SAME_WARNINGS_FLOOR: usize = 16;
 /// Mutations that store the object as the module's patch leaves it.
 const MUTATIONS_FLOOR: usize = 21;
+/// Denials the roll-out form admits with a warning instead.
+const ROLLOUT_FLOOR: usize = 99;
+/// ... whose warning is the module's message, word for word.
+const SAME_ROLLOUT_FLOOR: usize = 76;
 
 #[test]
 fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> anyhow::Result<()> {
@@ -962,7 +1021,7 @@ fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> any
             .prepare(&dir)
             .with_context(|| dir.display().to_string())?
         {
-            Prepared::Case(case) => cases.push(case),
+            Prepared::Cases(more) => cases.extend(more),
             Prepared::NotCovered(reason) => *not_covered.entry(reason).or_default() += 1,
         }
     }
@@ -1003,11 +1062,7 @@ fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> any
     // wait out side by side.
     let mut shares: [Vec<&Case>; 2] = [Vec::new(), Vec::new()];
     for index in 0..deployments.len() {
-        let of: Vec<&Case> = cases
-            .iter()
-            .filter(|c| c.deployment == index)
-            .map(|c| &**c)
-            .collect();
+        let of: Vec<&Case> = cases.iter().filter(|c| c.deployment == index).collect();
         let smaller = usize::from(shares[1].len() < shares[0].len());
         shares[smaller].extend(of);
     }
@@ -1027,7 +1082,7 @@ fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> any
             })
             .collect()
     });
-    let mut agree = 0;
+    let (mut agree, mut rolled_out, mut rollout_disagree) = (0, 0, 0);
     let mut tally: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
     let mut disagreements = Vec::new();
     let (mut removed, mut unserved) = (0, 0);
@@ -1040,10 +1095,14 @@ fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> any
         for (what, time) in share.spent {
             *spent.entry(what).or_default() += time;
         }
-        for (name, rule, outcome) in share.outcomes {
+        for (name, rule, rollout, outcome) in share.outcomes {
             match outcome {
                 Outcome::Agree { kind, same_text } => {
-                    agree += 1;
+                    if rollout {
+                        rolled_out += 1;
+                    } else {
+                        agree += 1;
+                    }
                     let entry = tally.entry(kind).or_default();
                     entry.0 += 1;
                     if let Some(same) = same_text {
@@ -1051,15 +1110,24 @@ fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> any
                         entry.2 += usize::from(same);
                     }
                 }
+                Outcome::NotCovered(_) if rollout => {}
                 Outcome::NotCovered(reason) => *not_covered.entry(reason).or_default() += 1,
                 Outcome::Disagree(problem) => {
                     disagreements.push(format!("{name} ({rule}):\n  {problem}"));
+                    if rollout {
+                        rollout_disagree += 1;
+                    }
                 }
             }
         }
     }
-    let enforced = agree + disagreements.len();
+    let enforced = agree + disagreements.len() - rollout_disagree;
     eprintln!("control plane: {agree}/{enforced} native scenarios enforced as the module decides");
+    eprintln!(
+        "control plane: {rolled_out}/{} of their denials admitted with a warning by the roll-out \
+         form (`scaffold vap --actions warn`: Warn and Audit)",
+        rolled_out + rollout_disagree
+    );
     eprintln!(
         "control plane: {} deployments installed with kubectl (the files of deploy/ where the \
          settings are theirs, below; rendered as `olm-guard scaffold vap` writes them otherwise), \
@@ -1110,17 +1178,30 @@ fn native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide() -> any
     // The words: may only grow (the test prints them).
     let same = |kind: &str| tally.get(kind).map_or(0, |t| t.2);
     assert!(
+        rolled_out >= ROLLOUT_FLOOR,
+        "only {rolled_out} denials were warned by the roll-out form, fewer than the \
+         {ROLLOUT_FLOOR} recorded"
+    );
+    assert!(
         same("denied") >= SAME_DENIALS_FLOOR
+            && same("warned by the roll-out form") >= SAME_ROLLOUT_FLOOR
             && same("admitted with warnings") >= SAME_WARNINGS_FLOOR
             && same("mutated") >= MUTATIONS_FLOOR,
-        "the API server's words are the module's in {} denials, {} warned admissions and {} \
-         mutations, fewer than the {SAME_DENIALS_FLOOR}, {SAME_WARNINGS_FLOOR} and \
-         {MUTATIONS_FLOOR} recorded",
+        "the API server's words are the module's in {} denials ({} in the roll-out form's \
+         warnings), {} warned admissions and {} mutations, fewer than the {SAME_DENIALS_FLOOR} \
+         ({SAME_ROLLOUT_FLOOR}), {SAME_WARNINGS_FLOOR} and {MUTATIONS_FLOOR} recorded",
         same("denied"),
+        same("warned by the roll-out form"),
         same("admitted with warnings"),
         same("mutated"),
     );
-    for kind in ["admitted", "admitted with warnings", "denied", "mutated"] {
+    for kind in [
+        "admitted",
+        "admitted with warnings",
+        "denied",
+        "mutated",
+        "warned by the roll-out form",
+    ] {
         assert!(
             tally.get(kind).is_some_and(|t| t.0 > 0),
             "no scenario was `{kind}` by both: the comparison would be vacuous"
