@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::common::read_or_bad_request;
-use survey::{GroupSurvey, list_all};
+use survey::{GroupSurvey, siblings};
 
 /// The settings of revision-uniqueness (*Settings* in its README).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,11 +96,11 @@ fn validate_write(
     }
 
     // Rule 4's one list and one pass.
-    let others = match list_all(cluster) {
-        Ok(others) => others,
+    let siblings = match siblings(cluster, group) {
+        Ok(siblings) => siblings,
         Err(error) => return Verdict::context_unavailable(&messages::list_what(group), error),
     };
-    let survey = GroupSurvey::of(&others, group, cos.name(), revision);
+    let survey = GroupSurvey::of(&siblings, cos.name(), revision);
 
     // Rule 5 (and rule 6 on the number it assigns).
     let Some(revision) = revision else {
