@@ -243,6 +243,22 @@ pub trait ClusterExt: Cluster {
         }
     }
 
+    /// [`Cluster::list_all`], the answer as it came, to read with
+    /// [`ListAnswer`] (not shared: a caller that shares keeps what it
+    /// builds).
+    fn list_all_answer(
+        &self,
+        request: &ListAllResourcesRequest,
+    ) -> Result<ListAnswer, ContextError> {
+        let bytes = self.list_all(request)?;
+        Ok(ListAnswer::new(
+            bytes,
+            format!("listing {}", request.kind),
+            Capability::ListAll,
+            kind_target(&request.api_version, &request.kind),
+        ))
+    }
+
     /// [`Cluster::list_by_namespace`], the answer handed to `read` as in
     /// [`ClusterExt::list_all_read`] (not shared: a caller that shares
     /// keeps what it builds).

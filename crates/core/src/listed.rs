@@ -22,7 +22,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    self, Deserialize, DeserializeOwned, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 
 use crate::{Capability, ContextError, ContextErrorKind};
 
@@ -56,6 +58,29 @@ impl ListAnswer {
         each_item(&self.bytes, each).map_err(|e| self.error(e))
     }
 
+    /// Calls `each` with the items at `positions` (ascending, as
+    /// [`ListAnswer::each`] counts them) read whole as `T`, skipping the
+    /// others unread: the second pass of a rule that first chose, from a
+    /// light reading of every item, the few it needs in full.
+    pub fn pick<T: DeserializeOwned>(
+        &self,
+        positions: &[usize],
+        each: impl FnMut(T),
+    ) -> Result<(), ContextError> {
+        // Nothing to read: the first reading has already checked the
+        // answer, so it is not parsed a second time.
+        if positions.is_empty() {
+            return Ok(());
+        }
+        let sink = Pick {
+            wanted: positions.iter().copied().peekable(),
+            at: 0,
+            each,
+            item: PhantomData,
+        };
+        read_list(&self.bytes, sink).map_err(|e| self.error(e))
+    }
+
     /// A failure to read this answer, worded as every host answer's.
     pub fn error(&self, error: serde_json::Error) -> ContextError {
         decode_error(&self.what, &error, self.capability, self.target.clone())
@@ -81,26 +106,77 @@ pub fn each_item<'de, T: Deserialize<'de>>(
     answer: &'de [u8],
     each: impl FnMut(T),
 ) -> Result<(), serde_json::Error> {
-    let mut reader = serde_json::Deserializer::from_slice(answer);
-    // Named as the owned reader's struct was, so that serde's messages
-    // (`expected struct ListOf`) stay what they were.
-    reader.deserialize_struct(
-        "ListOf",
-        &["items"],
-        ListVisitor {
+    read_list(
+        answer,
+        Each {
             each,
             item: PhantomData,
         },
-    )?;
-    reader.end()
+    )
 }
 
-struct ListVisitor<T, F> {
+/// Where the items of a list go, one by one, as they are read.
+trait Sink<'de> {
+    /// Reads the next item from `seq`; `false` at the end of the list.
+    fn next<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error>;
+}
+
+/// Every item, read as `T`.
+struct Each<T, F> {
     each: F,
     item: PhantomData<fn() -> T>,
 }
 
-impl<'de, T: Deserialize<'de>, F: FnMut(T)> Visitor<'de> for ListVisitor<T, F> {
+impl<'de, T: Deserialize<'de>, F: FnMut(T)> Sink<'de> for Each<T, F> {
+    fn next<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
+        let item = seq.next_element::<T>()?;
+        let more = item.is_some();
+        if let Some(item) = item {
+            (self.each)(item);
+        }
+        Ok(more)
+    }
+}
+
+/// The items at the `wanted` positions, read whole as `T`; the others
+/// parsed and dropped.
+struct Pick<I: Iterator<Item = usize>, T, F> {
+    wanted: std::iter::Peekable<I>,
+    at: usize,
+    each: F,
+    item: PhantomData<fn() -> T>,
+}
+
+impl<'de, I: Iterator<Item = usize>, T: DeserializeOwned, F: FnMut(T)> Sink<'de> for Pick<I, T, F> {
+    fn next<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
+        let at = self.at;
+        self.at += 1;
+        if self.wanted.next_if_eq(&at).is_none() {
+            return Ok(seq.next_element::<IgnoredAny>()?.is_some());
+        }
+        let item = seq.next_element::<T>()?;
+        let more = item.is_some();
+        if let Some(item) = item {
+            (self.each)(item);
+        }
+        Ok(more)
+    }
+}
+
+/// Reads a `List` answer, handing its items to `sink`.
+fn read_list<'de, S: Sink<'de>>(answer: &'de [u8], sink: S) -> Result<(), serde_json::Error> {
+    let mut reader = serde_json::Deserializer::from_slice(answer);
+    // Named as the owned reader's struct was, so that serde's messages
+    // (`expected struct ListOf`) stay what they were.
+    reader.deserialize_struct("ListOf", &["items"], ListVisitor { sink })?;
+    reader.end()
+}
+
+struct ListVisitor<S> {
+    sink: S,
+}
+
+impl<'de, S: Sink<'de>> Visitor<'de> for ListVisitor<S> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -115,8 +191,7 @@ impl<'de, T: Deserialize<'de>, F: FnMut(T)> Visitor<'de> for ListVisitor<T, F> {
                 Key::Items => {
                     seen = true;
                     map.next_value_seed(Items {
-                        each: &mut self.each,
-                        item: PhantomData,
+                        sink: &mut self.sink,
                     })?;
                 }
                 Key::Other => {
@@ -130,8 +205,7 @@ impl<'de, T: Deserialize<'de>, F: FnMut(T)> Visitor<'de> for ListVisitor<T, F> {
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
         // A struct may also be written as a list of its fields, in order.
         seq.next_element_seed(Items {
-            each: &mut self.each,
-            item: PhantomData,
+            sink: &mut self.sink,
         })?;
         Ok(())
     }
@@ -163,13 +237,13 @@ impl<'de> Deserialize<'de> for Key {
     }
 }
 
-/// `items`: `null` or a list, each element handed over as it is read.
-struct Items<'f, T, F> {
-    each: &'f mut F,
-    item: PhantomData<fn() -> T>,
+/// `items`: `null` or a list, each element handed to the sink as it is
+/// read.
+struct Items<'s, S> {
+    sink: &'s mut S,
 }
 
-impl<'de, T: Deserialize<'de>, F: FnMut(T)> de::DeserializeSeed<'de> for Items<'_, T, F> {
+impl<'de, S: Sink<'de>> de::DeserializeSeed<'de> for Items<'_, S> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
@@ -177,7 +251,7 @@ impl<'de, T: Deserialize<'de>, F: FnMut(T)> de::DeserializeSeed<'de> for Items<'
     }
 }
 
-impl<'de, T: Deserialize<'de>, F: FnMut(T)> Visitor<'de> for Items<'_, T, F> {
+impl<'de, S: Sink<'de>> Visitor<'de> for Items<'_, S> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -197,9 +271,7 @@ impl<'de, T: Deserialize<'de>, F: FnMut(T)> Visitor<'de> for Items<'_, T, F> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(item) = seq.next_element::<T>()? {
-            (self.each)(item);
-        }
+        while self.sink.next(&mut seq)? {}
         Ok(())
     }
 }
@@ -362,6 +434,22 @@ impl<'de: 'a, 'a> Deserialize<'de> for Labels<'a> {
     }
 }
 
+/// The `metadata` most rules read of a listed item: name, namespace and
+/// labels, borrowed; every other field skipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, expecting = "struct ObjectMeta")]
+pub struct Meta<'a> {
+    /// `metadata.name`.
+    #[serde(borrow)]
+    pub name: Option<Str<'a>>,
+    /// `metadata.namespace`.
+    #[serde(borrow)]
+    pub namespace: Option<Str<'a>>,
+    /// `metadata.labels`.
+    #[serde(borrow)]
+    pub labels: Labels<'a>,
+}
+
 /// The key of the one entry a [`Label`] keeps.
 pub trait LabelKey {
     /// The key, e.g. `olm.operatorframework.io/owner-name`.
@@ -517,6 +605,33 @@ mod tests {
         let err = items(r#"{"items":[],"items":[]}"#).unwrap_err().to_string();
         assert!(err.starts_with("duplicate field `items`"));
         assert!(items(r#"{"items":[]} x"#).is_err());
+    }
+
+    #[test]
+    fn pick_reads_the_items_asked_for_whole() {
+        let answer = ListAnswer::new(
+            br#"{"items":[{"name":"a"},{"name":5},{"name":"c"},{"name":"d"}]}"#.to_vec(),
+            "listing Item".into(),
+            Capability::ListAll,
+            "v1/Item".into(),
+        );
+        #[derive(serde::Deserialize)]
+        struct Whole {
+            name: String,
+        }
+        let mut read = Vec::new();
+        answer
+            .pick(&[0, 2, 3], |item: Whole| read.push(item.name))
+            .unwrap();
+        assert_eq!(read, ["a", "c", "d"]);
+        let err = answer.pick(&[1], |_: Whole| {}).unwrap_err();
+        assert!(
+            err.message.starts_with(
+                "the host's answer to listing Item is not valid: invalid type: integer `5`"
+            ),
+            "{err}"
+        );
+        assert!(answer.pick(&[], |_: Whole| {}).is_ok());
     }
 
     /// What the owned reader said of the same answers, word for word.
