@@ -47,7 +47,7 @@ pub(super) fn unchanged_slot(
     {
         warnings.push(messages::kept_misnamed(&name));
     }
-    match siblings(cluster, group) {
+    match siblings(cluster, group, settings) {
         Ok(siblings) => {
             if let Some(clash) = GroupSurvey::of(&siblings, cos.name(), Some(revision)).clash {
                 warnings.push(messages::kept_duplicate(cos, group, revision, clash));

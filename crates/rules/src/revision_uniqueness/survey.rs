@@ -8,8 +8,10 @@ use olm_guard_core::protocol::ListAllResourcesRequest;
 use olm_guard_core::shared::IndexedOnReuse;
 use olm_guard_core::{Cluster, ClusterExt, ContextError};
 use olm_guard_olm::cluster_object_set::{
-    API_VERSION, ClusterObjectSet, KIND, ListedClusterObjectSet,
+    API_VERSION, ClusterObjectSet, KIND, ListedClusterObjectSet, OWNER_NAME_LABEL,
 };
+
+use super::Settings;
 
 /// The fields rule 4 reads of the other ClusterObjectSets (besides
 /// metadata). A ClusterObjectSet carries its phases' whole manifests; asking
@@ -66,21 +68,28 @@ impl ClusterObjectSets {
     }
 }
 
-/// Rule 4's one list of every ClusterObjectSet (kept once per batch).
-pub(super) fn list_all(cluster: &dyn Cluster) -> Result<Rc<ClusterObjectSets>, ContextError> {
-    cluster.list_all_read(
-        &ListAllResourcesRequest::new(API_VERSION, KIND).field_masks(FIELDS_READ),
-        |answer| Ok(ClusterObjectSets::new(answer)),
-    )
+/// Rule 4's one list of every ClusterObjectSet (kept once per batch), or,
+/// with `listByOwnerLabel`, of those labelled with `group`.
+fn list_all(
+    cluster: &dyn Cluster,
+    group: &str,
+    settings: &Settings,
+) -> Result<Rc<ClusterObjectSets>, ContextError> {
+    let mut request = ListAllResourcesRequest::new(API_VERSION, KIND).field_masks(FIELDS_READ);
+    if settings.list_by_owner_label {
+        request = request.label_selector(format!("{OWNER_NAME_LABEL}={group}"));
+    }
+    cluster.list_all_read(&request, |answer| Ok(ClusterObjectSets::new(answer)))
 }
 
-/// The objects of `group` among every ClusterObjectSet: rule 4's one list
-/// and one pass.
+/// The objects of `group` among every ClusterObjectSet (or those the label
+/// selector of `listByOwnerLabel` answers): rule 4's one list and one pass.
 pub(super) fn siblings(
     cluster: &dyn Cluster,
     group: &str,
+    settings: &Settings,
 ) -> Result<Vec<ClusterObjectSet>, ContextError> {
-    list_all(cluster)?.in_group(group)
+    list_all(cluster, group, settings)?.in_group(group)
 }
 
 /// What one pass over the cluster's ClusterObjectSets says about a group:
