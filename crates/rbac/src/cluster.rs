@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 use crate::resolver::subject_is;
-use crate::{ClusterRole, RBAC_API_VERSION, RbacStore, Role, RoleBinding};
+use crate::{ClusterRole, RBAC_API_VERSION, RbacStore, Role, RoleBinding, RoleRef, Subject};
 
 /// What a rule will ask of the store it loads. A single evaluation reads
 /// whole only the objects these concern (the bindings of `user`, the roles
@@ -106,12 +106,7 @@ fn build_wanted(
             "Role",
             namespace,
         )?;
-        role_bindings = picked::<RoleBinding>(
-            &binding_answer,
-            &bindings_read.positions,
-            "RoleBinding",
-            namespace,
-        )?;
+        role_bindings = bindings_read.bindings;
     }
     Ok(RbacStore::new(
         picked::<ClusterRole>(
@@ -121,12 +116,7 @@ fn build_wanted(
             "",
         )?,
         roles,
-        picked::<RoleBinding>(
-            &cluster_role_bindings,
-            &cluster_bindings_read.positions,
-            "ClusterRoleBinding",
-            "",
-        )?,
+        cluster_bindings_read.bindings,
         role_bindings,
     ))
 }
@@ -204,7 +194,9 @@ fn read_roles<'a>(
     Ok(RolesRead { items })
 }
 
-/// A RoleBinding or ClusterRoleBinding as the first reading sees it.
+/// A RoleBinding or ClusterRoleBinding as a list answer gives it, read
+/// whole but borrowed: a binding is small, and only those of the user
+/// become [`RoleBinding`]s.
 #[derive(Default, Deserialize)]
 #[serde(default, rename_all = "camelCase", expecting = "struct RoleBinding")]
 struct ListedBinding<'a> {
@@ -217,7 +209,7 @@ struct ListedBinding<'a> {
 }
 
 #[derive(Default, Deserialize)]
-#[serde(default, expecting = "struct Subject")]
+#[serde(default, rename_all = "camelCase", expecting = "struct Subject")]
 struct ListedSubject<'a> {
     #[serde(borrow)]
     kind: Option<Str<'a>>,
@@ -225,35 +217,72 @@ struct ListedSubject<'a> {
     name: Option<Str<'a>>,
     #[serde(borrow)]
     namespace: Option<Str<'a>>,
+    #[serde(borrow)]
+    api_group: Option<Str<'a>>,
 }
 
 #[derive(Default, Deserialize)]
-#[serde(default, expecting = "struct RoleRef")]
+#[serde(default, rename_all = "camelCase", expecting = "struct RoleRef")]
 struct ListedRoleRef<'a> {
     #[serde(borrow)]
+    api_group: Option<Str<'a>>,
+    #[serde(borrow)]
+    kind: Option<Str<'a>>,
+    #[serde(borrow)]
     name: Option<Str<'a>>,
+}
+
+impl ListedBinding<'_> {
+    /// The binding as [`RbacStore`] reads it: name, namespace, subjects
+    /// and role reference (the rest of its metadata is never read).
+    fn to_binding(&self) -> RoleBinding {
+        let own = |text: &Option<Str<'_>>| Str::of(text).to_string();
+        let mut binding = RoleBinding::default();
+        if let Some(meta) = &self.metadata {
+            binding.metadata.name = own(&meta.name);
+            binding.metadata.namespace = own(&meta.namespace);
+        }
+        binding.subjects = self
+            .subjects
+            .iter()
+            .flatten()
+            .map(|subject| Subject {
+                kind: own(&subject.kind),
+                name: own(&subject.name),
+                namespace: own(&subject.namespace),
+                api_group: own(&subject.api_group),
+            })
+            .collect();
+        if let Some(role_ref) = &self.role_ref {
+            binding.role_ref = RoleRef {
+                api_group: own(&role_ref.api_group),
+                kind: own(&role_ref.kind),
+                name: own(&role_ref.name),
+            };
+        }
+        binding
+    }
 }
 
 /// The bindings of an answer that grant the user something, and the names
 /// of the roles they grant.
 struct BindingsRead {
-    positions: Vec<usize>,
+    bindings: Vec<RoleBinding>,
     granted: Vec<String>,
 }
 
-fn read_bindings<'a>(
-    answer: &'a ListAnswer,
+fn read_bindings(
+    answer: &ListAnswer,
     wanted: &Wanted<'_>,
     kind: &str,
     namespace: &str,
 ) -> Result<BindingsRead, ContextError> {
     let mut read = BindingsRead {
-        positions: Vec::new(),
+        bindings: Vec::new(),
         granted: Vec::new(),
     };
-    let mut at = 0;
     answer
-        .each(|binding: ListedBinding<'a>| {
+        .each(|binding: ListedBinding<'_>| {
             let binding_namespace = binding
                 .metadata
                 .as_ref()
@@ -267,11 +296,10 @@ fn read_bindings<'a>(
                 subject_is(subject, binding_namespace, wanted.user)
             });
             if applies {
-                read.positions.push(at);
-                let granted = binding.role_ref.and_then(|r| r.name).unwrap_or_default();
-                read.granted.push(granted.0.into_owned());
+                let binding = binding.to_binding();
+                read.granted.push(binding.role_ref.name.clone());
+                read.bindings.push(binding);
             }
-            at += 1;
         })
         .map_err(|e| failed(e, kind, namespace))?;
     Ok(read)
@@ -562,6 +590,20 @@ mod tests {
                     whole.rules_for(&user, namespace),
                     "{what}"
                 );
+                for (verb, resource) in [
+                    ("get", "pods"),
+                    ("update", "pods"),
+                    ("create", "configmaps"),
+                ] {
+                    let attrs =
+                        olm_guard_core::protocol::ResourceAttributes::new(verb, "", resource)
+                            .namespace("team");
+                    assert_eq!(
+                        read.authorize(&user, &attrs),
+                        whole.authorize(&user, &attrs),
+                        "{what}"
+                    );
+                }
                 let names = |roles: Vec<&ClusterRole>| -> Vec<(String, usize)> {
                     roles
                         .iter()
