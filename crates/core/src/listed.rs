@@ -65,7 +65,7 @@ impl ListAnswer {
     pub fn pick<T: DeserializeOwned>(
         &self,
         positions: &[usize],
-        each: impl FnMut(T),
+        mut each: impl FnMut(T),
     ) -> Result<(), ContextError> {
         // Nothing to read: the first reading has already checked the
         // answer, so it is not parsed a second time.
@@ -73,10 +73,9 @@ impl ListAnswer {
             return Ok(());
         }
         let sink = Pick {
-            wanted: positions.iter().copied().peekable(),
+            wanted: positions,
             at: 0,
-            each,
-            item: PhantomData,
+            each: &mut each as &mut dyn FnMut(T),
         };
         read_list(&self.bytes, sink).map_err(|e| self.error(e))
     }
@@ -104,13 +103,14 @@ pub(crate) fn decode_error(
 /// [`ListAnswer::each`] on bytes: every item of a `List` read as `T`.
 pub fn each_item<'de, T: Deserialize<'de>>(
     answer: &'de [u8],
-    each: impl FnMut(T),
+    mut each: impl FnMut(T),
 ) -> Result<(), serde_json::Error> {
+    // Through `dyn`: one copy of the reader per item type, not one per
+    // caller's closure (the modules' size).
     read_list(
         answer,
         Each {
-            each,
-            item: PhantomData,
+            each: &mut each as &mut dyn FnMut(T),
         },
     )
 }
@@ -122,12 +122,11 @@ trait Sink<'de> {
 }
 
 /// Every item, read as `T`.
-struct Each<T, F> {
-    each: F,
-    item: PhantomData<fn() -> T>,
+struct Each<'f, T> {
+    each: &'f mut dyn FnMut(T),
 }
 
-impl<'de, T: Deserialize<'de>, F: FnMut(T)> Sink<'de> for Each<T, F> {
+impl<'de, T: Deserialize<'de>> Sink<'de> for Each<'_, T> {
     fn next<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
         let item = seq.next_element::<T>()?;
         let more = item.is_some();
@@ -138,21 +137,21 @@ impl<'de, T: Deserialize<'de>, F: FnMut(T)> Sink<'de> for Each<T, F> {
     }
 }
 
-/// The items at the `wanted` positions, read whole as `T`; the others
-/// parsed and dropped.
-struct Pick<I: Iterator<Item = usize>, T, F> {
-    wanted: std::iter::Peekable<I>,
+/// The items at the `wanted` positions (ascending), read whole as `T`;
+/// the others parsed and dropped.
+struct Pick<'p, 'f, T> {
+    wanted: &'p [usize],
     at: usize,
-    each: F,
-    item: PhantomData<fn() -> T>,
+    each: &'f mut dyn FnMut(T),
 }
 
-impl<'de, I: Iterator<Item = usize>, T: DeserializeOwned, F: FnMut(T)> Sink<'de> for Pick<I, T, F> {
+impl<'de, T: DeserializeOwned> Sink<'de> for Pick<'_, '_, T> {
     fn next<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
         let at = self.at;
         self.at += 1;
-        if self.wanted.next_if_eq(&at).is_none() {
-            return Ok(seq.next_element::<IgnoredAny>()?.is_some());
+        match self.wanted.split_first() {
+            Some((&next, rest)) if next == at => self.wanted = rest,
+            _ => return Ok(seq.next_element::<IgnoredAny>()?.is_some()),
         }
         let item = seq.next_element::<T>()?;
         let more = item.is_some();
