@@ -123,16 +123,22 @@ test: fmt-check
 	scripts/test-deps.sh --check
 	$(MAKE) --no-print-directory -j2 HOST_BUILD='$(TEST_BUILD)' host test-side
 	$(MAKE) --no-print-directory annotate
-	$(LINTED) $(CARGO) test --workspace -- --skip $(CONFORMANCE_TEST) --skip $(NATIVE_TEST)
-	$(LINTED) $(CARGO) test --workspace --test reference_host --test native_policies -- --nocapture
+	$(LINTED) $(CARGO) test --workspace -- $(foreach t,$(SHOWN_TESTS),--skip $(t))
+	$(LINTED) $(CARGO) test --workspace --test reference_host --test native_policies \
+	  --test control_plane --test live_cluster -- --nocapture --exact $(SHOWN_TESTS)
 	$(MAKE) --no-print-directory record-replay
 
-# Kubewarden's own waPC host on every scenario (crates/conformance), and the
-# native policies against the modules on every scenario, run on their own
-# with their output shown: they print `reference waPC host: N/N agree` and
-# `native policies: N/N agree`.
-CONFORMANCE_TEST := every_scenario_agrees_with_kubewardens_wapc_host
-NATIVE_TEST := native_policies_agree_with_the_modules_on_every_scenario
+# Kubewarden's own waPC host on every scenario (crates/conformance), the
+# native policies against the modules on every scenario, the native
+# policies enforced by kube-apiserver, and every scenario that reads the
+# cluster answered by kube-apiserver, run on their own with their output
+# shown: they print `reference waPC host: N/N agree`, `native policies: N/N
+# agree`, `control plane: N/N native scenarios enforced as the module
+# decides` and `live cluster: N/N scenarios agree on kube-apiserver`.
+SHOWN_TESTS := every_scenario_agrees_with_kubewardens_wapc_host \
+  native_policies_agree_with_the_modules_on_every_scenario \
+  native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide \
+  every_scenario_reading_the_cluster_agrees_on_a_whole_control_plane
 
 # Beside the test build, one after the other (apt takes one lock, and the
 # module and playground builds share cargo's target/wasm layout): the test

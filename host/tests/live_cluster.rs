@@ -28,30 +28,13 @@ use serde_json::{Value, json};
 
 use olm_guard_kube_harness::cluster::{Changes, Identity, TestCluster};
 
-/// The CRDs the tests install, from the repository.
-fn crds() -> Vec<Value> {
-    [
-        "crates/native/upstream/operators.coreos.com_catalogsources.yaml",
-        "crates/native/upstream/olm.operatorframework.io_clusterobjectsets.yaml",
-        "testdata/upstream/crds/operators.coreos.com_operatorgroups.yaml",
-        "testdata/upstream/crds/operators.io.operator-framework_scopetemplates.yaml",
-        "testdata/upstream/crds/operators.io.operator-framework_scopeinstances.yaml",
-    ]
-    .iter()
-    .map(|path| {
-        let path = common::root().join(path);
-        let text =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    })
-    .collect()
-}
-
-/// A cluster with the CRDs installed.
+/// A cluster serving OLM's and oria's CRDs.
 fn cluster() -> TestCluster {
-    let cluster = TestCluster::start().expect("the test cluster starts");
-    cluster.install_crds(&crds()).expect("the CRDs are served");
-    cluster
+    let crds: Vec<&str> = common::cluster::OLM_CRDS
+        .into_iter()
+        .chain(common::cluster::ORIA_CRDS)
+        .collect();
+    common::cluster::start(&crds)
 }
 
 /// `olm-guard` with `args`, in the repository, reading no kubeconfig of the
@@ -408,19 +391,14 @@ fn an_audit_of_a_live_cluster_equals_the_audit_of_its_snapshot() {
     );
 }
 
-/// Exit 2, nothing on stdout, one line on stderr that says `expected`, and
+/// Exit 2, nothing on stdout, one line on stderr (besides progress and
+/// notes) that says `expected`, and
 /// no credential of the kubeconfig anywhere.
 fn refused_in_one_line(output: &Output, kubeconfig: &Path, expected: &[&str]) -> String {
+    let line = common::refused_in_one_line(output);
     let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(output.stdout.is_empty(), "stdout: {}", text(&output.stdout));
-    let lines: Vec<&str> = stderr
-        .lines()
-        .filter(|l| !l.starts_with("olm-guard: read "))
-        .collect();
-    assert_eq!(lines.len(), 1, "one line: {stderr}");
     for word in expected {
-        assert!(lines[0].contains(word), "{word:?} in {stderr}");
+        assert!(line.contains(word), "{word:?} in {stderr}");
     }
     if let Ok(config) = std::fs::read_to_string(kubeconfig) {
         let config: Value = serde_json::from_str(&config).expect("our kubeconfigs are JSON");
@@ -431,8 +409,49 @@ fn refused_in_one_line(output: &Output, kubeconfig: &Path, expected: &[&str]) ->
         }
         assert!(!stderr.contains("PRIVATE KEY"), "{stderr}");
     }
-    eprintln!("refused: {}", lines[0]);
-    lines[0].to_string()
+    eprintln!("refused: {line}");
+    line
+}
+
+/// `olm-guard audit --kubeconfig K --chunk-size 1 ARGS` with every module,
+/// the API server stopped once it has read a kind (an empty one, read at
+/// once, while a large kind has pages to come): its exit, stdout, and the
+/// stderr said after that kind.
+fn audit_stopped_midway(cluster: &mut TestCluster, args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+        .current_dir(common::root())
+        .env_remove("KUBECONFIG")
+        .env("HOME", std::env::temp_dir())
+        .args(["audit", "--kubeconfig"])
+        .arg(cluster.kubeconfig())
+        .args(["--chunk-size", "1", "--dist"])
+        .arg(common::dist())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("olm-guard starts");
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).expect("stderr") == 0 {
+            panic!("the audit ended before reading a kind: {seen}");
+        }
+        seen.push_str(&line);
+        if line.starts_with("olm-guard: read ") {
+            break;
+        }
+    }
+    cluster.stop_apiserver();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("stderr");
+    let output = child.wait_with_output().expect("olm-guard ends");
+    Output {
+        status: output.status,
+        stdout: output.stdout,
+        stderr: rest.into_bytes(),
+    }
 }
 
 #[test]
@@ -451,42 +470,7 @@ fn an_audit_whose_server_stops_midway_reports_nothing_as_complete() {
     cluster
         .create_all(&catalogs, 16)
         .expect("every object is stored");
-    let dist = common::dist();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_olm-guard"))
-        .current_dir(common::root())
-        .env_remove("KUBECONFIG")
-        .args(["audit", "--kubeconfig"])
-        .arg(cluster.kubeconfig())
-        .args(["--chunk-size", "1", "--policies"])
-        .arg(&dist)
-        .args(["-o", "json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("olm-guard starts");
-    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
-    let mut seen = String::new();
-    // A kind is read (an empty one): the server stops before the
-    // CatalogSources are.
-    loop {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).expect("stderr") == 0 {
-            panic!("the audit ended before reading a kind: {seen}");
-        }
-        seen.push_str(&line);
-        if line.starts_with("olm-guard: read ") {
-            break;
-        }
-    }
-    cluster.stop_apiserver();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("stderr");
-    let output = child.wait_with_output().expect("olm-guard ends");
-    let output = Output {
-        status: output.status,
-        stdout: output.stdout,
-        stderr: rest.into_bytes(),
-    };
+    let output = audit_stopped_midway(&mut cluster, &["-o", "json"]);
     let line = refused_in_one_line(
         &output,
         cluster.kubeconfig(),
@@ -720,6 +704,17 @@ fn an_empty_live_cluster_is_audited_as_it_is() {
     assert_eq!(report["results"], json!([]), "{report}");
 }
 
+/// OpenReports' CRDs, Report and ClusterReport.
+fn report_crds() -> Vec<Value> {
+    [
+        "openreports.io_reports.yaml",
+        "openreports.io_clusterreports.yaml",
+    ]
+    .iter()
+    .map(|file| common::cluster::crd(&format!("testdata/upstream/crds/{file}")))
+    .collect()
+}
+
 /// The report objects of olm-guard in the cluster, as a user reads them
 /// back (`kubectl get reports,clusterreports -A -l ...`), without what the
 /// server sets, in the order `-o report` prints them.
@@ -798,17 +793,8 @@ fn result_of<'a>(reports: &'a [Value], name: &str, module: &str) -> Option<&'a s
 #[test]
 fn an_audit_writes_its_reports_into_the_cluster_and_a_later_one_replaces_them() {
     let mut cluster = cluster();
-    let mut crds = Vec::new();
-    for file in [
-        "openreports.io_reports.yaml",
-        "openreports.io_clusterreports.yaml",
-    ] {
-        let path = common::upstream(&format!("crds/{file}"));
-        let text = std::fs::read_to_string(&path).expect("the report CRD");
-        crds.push(serde_yaml_ng::from_str::<Value>(&text).expect("YAML"));
-    }
     cluster
-        .install_crds(&crds)
+        .install_crds(&report_crds())
         .expect("the report CRDs are served");
     let catalog = |name: &str, spec: Value| {
         json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
@@ -913,35 +899,10 @@ fn an_audit_writes_its_reports_into_the_cluster_and_a_later_one_replaces_them() 
         .expect("stored");
     // Every module: the kinds with no object are read at once, and the
     // server stops with hundreds of pages of CatalogSources still to come.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_olm-guard"))
-        .current_dir(common::root())
-        .env_remove("KUBECONFIG")
-        .args(["audit", "--write-reports", "--kubeconfig"])
-        .arg(cluster.kubeconfig())
-        .args(["--chunk-size", "1", "--dist"])
-        .arg(&dist)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("olm-guard starts");
-    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).expect("stderr") == 0 {
-            panic!("the audit ended before reading a kind: {seen}");
-        }
-        seen.push_str(&line);
-        if line.starts_with("olm-guard: read ") {
-            break;
-        }
-    }
-    cluster.stop_apiserver();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("stderr");
-    let output = child.wait_with_output().expect("olm-guard ends");
-    assert!(!rest.contains("wrote"), "{seen}{rest}");
-    assert_eq!(output.status.code(), Some(2), "{seen}{rest}");
+    let output = audit_stopped_midway(&mut cluster, &["--write-reports"]);
+    let stderr = text(&output.stderr);
+    assert!(!stderr.contains("wrote"), "{stderr}");
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
     cluster
         .restart_apiserver()
         .expect("the API server answers again");
@@ -951,17 +912,8 @@ fn an_audit_writes_its_reports_into_the_cluster_and_a_later_one_replaces_them() 
 #[test]
 fn an_auditor_who_may_not_write_reports_is_told_every_permission_before_anything_runs() {
     let cluster = cluster();
-    let mut crds = Vec::new();
-    for file in [
-        "openreports.io_reports.yaml",
-        "openreports.io_clusterreports.yaml",
-    ] {
-        let path = common::upstream(&format!("crds/{file}"));
-        let text = std::fs::read_to_string(&path).expect("the report CRD");
-        crds.push(serde_yaml_ng::from_str::<Value>(&text).expect("YAML"));
-    }
     cluster
-        .install_crds(&crds)
+        .install_crds(&report_crds())
         .expect("the report CRDs are served");
     let mut changes = Changes::default();
     // Reads everything, writes nothing (the built-in `view` role's reach,

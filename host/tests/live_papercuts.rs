@@ -27,29 +27,10 @@ use serde_json::{Value, json};
 
 use olm_guard_kube_harness::cluster::{Changes, TestCluster};
 
-/// The CRDs the tests install, from the repository (no
-/// ClusterServiceVersion: its kind stays unserved, as on a cluster
-/// without OLM v0).
-fn crds() -> Vec<Value> {
-    [
-        "crates/native/upstream/operators.coreos.com_catalogsources.yaml",
-        "crates/native/upstream/olm.operatorframework.io_clusterobjectsets.yaml",
-        "testdata/upstream/crds/operators.coreos.com_operatorgroups.yaml",
-    ]
-    .iter()
-    .map(|path| {
-        let path = common::root().join(path);
-        let text =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    })
-    .collect()
-}
-
+/// A cluster serving OLM's CRDs (no ClusterServiceVersion: its kind stays
+/// unserved, as on a cluster without OLM v0).
 fn cluster() -> TestCluster {
-    let cluster = TestCluster::start().expect("the test cluster starts");
-    cluster.install_crds(&crds()).expect("the CRDs are served");
-    cluster
+    common::cluster::start(&common::cluster::OLM_CRDS)
 }
 
 /// Stores `objects` as the administrator, their Namespaces first.
@@ -115,33 +96,9 @@ fn text(bytes: &[u8]) -> String {
     common::text(bytes)
 }
 
-fn succeeds(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "exit {:?}: {}",
-        output.status.code(),
-        text(&output.stderr)
-    );
-    text(&output.stdout)
-}
-
-/// The one line of a command that exited 2 (the progress lines of what it
-/// read aside).
-fn refused(output: &Output) -> String {
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(output.stdout.is_empty(), "stdout: {}", text(&output.stdout));
-    let lines: Vec<&str> = stderr
-        .lines()
-        .filter(|l| !l.starts_with("olm-guard: read ") && !l.starts_with("olm-guard: note:"))
-        .collect();
-    assert_eq!(lines.len(), 1, "one line: {stderr}");
-    lines[0].to_string()
-}
-
 /// The `response` of each review `run -o json` printed.
 fn responses(output: &Output) -> Vec<Value> {
-    common::json_items(succeeds(output).as_bytes())
+    common::json_items(common::succeeds(output).as_bytes())
         .into_iter()
         .map(|review| review["response"].clone())
         .collect()
@@ -243,7 +200,7 @@ fn run_reads_the_cluster_kubectl_would_choose_and_stored_objects_are_updates() {
         args.extend_from_slice(modules);
         args.extend(["--object", &both, "-o", "json", "--independent"]);
         let output = olm_guard(&args, &[("KUBECONFIG", bob)]);
-        common::json_items(succeeds(&output).as_bytes())
+        common::json_items(common::succeeds(&output).as_bytes())
             .into_iter()
             .filter(|item| item["policy"] == "revision-uniqueness")
             .map(|item| {
@@ -305,7 +262,7 @@ fn permissions_are_checked_first_and_a_list_only_auditor_gets_its_report() {
 
     // carol may do nothing: every permission named in one line, at once.
     for command in ["audit", "snapshot"] {
-        let line = refused(&olm_guard(&[command, "--kubeconfig", carol], &[]));
+        let line = common::refused_in_one_line(&olm_guard(&[command, "--kubeconfig", carol], &[]));
         for permission in [
             "list namespaces",
             "list catalogsources.operators.coreos.com",
@@ -333,7 +290,7 @@ fn permissions_are_checked_first_and_a_list_only_auditor_gets_its_report() {
     // --as the audit runs, the modules that call can_i judging for every
     // requester.
     let output = olm_guard(&["audit", "--kubeconfig", dave, "-o", "json"], &[]);
-    let report = &common::json_items(succeeds(&output).as_bytes())[0];
+    let report = &common::json_items(common::succeeds(&output).as_bytes())[0];
     let result = |name: &str, policy: &str| -> String {
         report["results"]
             .as_array()
@@ -362,7 +319,7 @@ fn permissions_are_checked_first_and_a_list_only_auditor_gets_its_report() {
     assert_eq!(judged_roles, ["auditor", "widgets-viewer"], "{report}");
     let left_out = report["systemObjectsLeftOut"].as_u64().unwrap();
     assert!(left_out > 40, "{report}");
-    let table = succeeds(&olm_guard(&["audit", "--kubeconfig", dave], &[]));
+    let table = common::succeeds(&olm_guard(&["audit", "--kubeconfig", dave], &[]));
     assert!(
         table.contains(&format!(
             "{left_out} objects the cluster manages itself (label kubernetes.io/bootstrapping, or a system: name) left out"
@@ -384,7 +341,7 @@ fn permissions_are_checked_first_and_a_list_only_auditor_gets_its_report() {
         "{table}"
     );
     assert!(!table.contains("ClusterRole admin"), "{table}");
-    let all = succeeds(&olm_guard(
+    let all = common::succeeds(&olm_guard(
         &[
             "audit",
             "--kubeconfig",
@@ -403,7 +360,7 @@ fn permissions_are_checked_first_and_a_list_only_auditor_gets_its_report() {
 
     // With --as, can_i asks the server for alice: dave may not, which is
     // named, with what can still run.
-    let line = refused(&olm_guard(
+    let line = common::refused_in_one_line(&olm_guard(
         &["audit", "--kubeconfig", dave, "--as", "alice"],
         &[],
     ));
@@ -437,7 +394,7 @@ fn permissions_are_checked_first_and_a_list_only_auditor_gets_its_report() {
         ],
         &[],
     );
-    succeeds(&some);
+    common::succeeds(&some);
 }
 
 #[test]
@@ -472,7 +429,7 @@ fn as_alice_is_in_system_authenticated_for_the_servers_reviews() {
         &[],
     ));
     assert_eq!(run[0]["allowed"], true, "{run:?}");
-    let audit = succeeds(&olm_guard(
+    let audit = common::succeeds(&olm_guard(
         &[
             "audit",
             "group-authorization",
@@ -501,7 +458,7 @@ fn as_alice_is_in_system_authenticated_for_the_servers_reviews() {
         ],
         &[],
     );
-    let printed = succeeds(&yaml);
+    let printed = common::succeeds(&yaml);
     assert!(printed.starts_with("# olm-guard snapshot of "), "{printed}");
     let stderr = text(&yaml.stderr);
     assert!(
@@ -546,7 +503,7 @@ fn as_alice_is_in_system_authenticated_for_the_servers_reviews() {
         ],
         &[],
     );
-    succeeds(&written);
+    common::succeeds(&written);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), printed);
     // The kinds listed: ClusterObjectSets, OperatorGroups and Namespaces;
     // only two have objects (no OperatorGroup is stored).

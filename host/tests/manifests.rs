@@ -115,6 +115,8 @@ fn deploy_files_are_what_scaffold_writes() {
     // Written by hand, not generated: the verification config a
     // policy-server is started with (tests/signing.rs reads it).
     expected.insert("verification-config.yml".into());
+    // Written by hand: the RBAC of `audit` (tests/control_plane.rs).
+    expected.insert("audit-rbac.yaml".into());
     // deploy/native/ is the native policies' (tests/native.rs).
     let present: BTreeSet<String> = std::fs::read_dir(root().join("deploy"))
         .unwrap()

@@ -61,30 +61,6 @@ fn olm_guard(args: &[&str]) -> Output {
     olm_guard_with(home.path(), args, &[])
 }
 
-fn succeeds(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "exit {:?}: {}",
-        output.status.code(),
-        text(&output.stderr)
-    );
-    text(&output.stdout)
-}
-
-/// The stderr of a command that exited 2 and wrote nothing on stdout.
-fn refused(output: &Output) -> String {
-    let stderr = text(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "exit {:?}\nstdout: {}\nstderr: {stderr}",
-        output.status.code(),
-        text(&output.stdout)
-    );
-    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
-    stderr
-}
-
 const OPERATOR_GROUP: &str = "apiVersion: operators.coreos.com/v1
 kind: OperatorGroup
 metadata: {name: second, namespace: team-a}
@@ -113,7 +89,7 @@ fn a_module_that_reads_the_cluster_is_never_judged_against_an_empty_one_unasked(
         vec!["run", "og-intersection", "--object", &og],
         vec!["run", "all", "--object", &og],
     ] {
-        let stderr = refused(&olm_guard(&args));
+        let stderr = common::refused(&olm_guard(&args));
         for named in [
             "og-intersection",
             "reads the cluster",
@@ -128,9 +104,12 @@ fn a_module_that_reads_the_cluster_is_never_judged_against_an_empty_one_unasked(
     }
     // Asked for: an empty cluster.
     let empty = olm_guard(&["run", "og-intersection", "--object", &og, "--no-cluster"]);
-    assert!(succeeds(&empty).contains("allowed"));
+    assert!(common::succeeds(&empty).contains("allowed"));
     // A module that reads nothing needs no cluster.
-    assert!(succeeds(&olm_guard(&["run", "catalog-union", "--object", &cs])).contains("allowed"));
+    assert!(
+        common::succeeds(&olm_guard(&["run", "catalog-union", "--object", &cs]))
+            .contains("allowed")
+    );
 
     // The environment's kubeconfig is the cluster, as kubectl's: a
     // KUBECONFIG that names no file, or a ~/.kube/config that is no
@@ -138,7 +117,7 @@ fn a_module_that_reads_the_cluster_is_never_judged_against_an_empty_one_unasked(
     // empty cluster.
     let home = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.yaml");
-    let stderr = refused(&olm_guard_with(
+    let stderr = common::refused(&olm_guard_with(
         home.path(),
         &["run", "og-intersection", "--object", &og],
         &[("KUBECONFIG", missing.to_str().unwrap())],
@@ -152,7 +131,7 @@ fn a_module_that_reads_the_cluster_is_never_judged_against_an_empty_one_unasked(
     );
     std::fs::create_dir_all(home.path().join(".kube")).unwrap();
     std::fs::write(home.path().join(".kube/config"), CATALOG_SOURCE).unwrap();
-    let stderr = refused(&olm_guard_with(
+    let stderr = common::refused(&olm_guard_with(
         home.path(),
         &["run", "og-intersection", "--object", &og],
         &[],
@@ -183,7 +162,7 @@ fn a_module_that_reads_the_cluster_is_never_judged_against_an_empty_one_unasked(
         ],
         &[("KUBECONFIG", missing.to_str().unwrap())],
     );
-    let review = &json_items(succeeds(&offline).as_bytes())[0];
+    let review = &json_items(common::succeeds(&offline).as_bytes())[0];
     assert_eq!(review["response"]["allowed"], false, "{review}");
     // --no-cluster reads no kubeconfig either.
     let empty = olm_guard_with(
@@ -191,7 +170,7 @@ fn a_module_that_reads_the_cluster_is_never_judged_against_an_empty_one_unasked(
         &["run", "og-intersection", "--object", &og, "--no-cluster"],
         &[("KUBECONFIG", missing.to_str().unwrap())],
     );
-    assert!(succeeds(&empty).contains("allowed"));
+    assert!(common::succeeds(&empty).contains("allowed"));
 }
 
 /// Every command whose help lists `-o, --output`, by its words.
@@ -215,7 +194,7 @@ fn commands_with_output() -> Vec<(Vec<&'static str>, String)> {
     ] {
         let mut args = words.to_vec();
         args.push("--help");
-        found.push((words.to_vec(), succeeds(&olm_guard(&args))));
+        found.push((words.to_vec(), common::succeeds(&olm_guard(&args))));
     }
     found
 }
@@ -308,7 +287,7 @@ fn o_is_the_format_everywhere_and_reads_the_same_in_every_help() {
     // `text` wherever a human default is: audit's is its table, test's
     // table is its text.
     let audit = |format: &str| {
-        succeeds(&olm_guard(&[
+        common::succeeds(&olm_guard(&[
             "audit",
             "--cluster",
             "examples/audit/cluster.yaml",
@@ -318,7 +297,7 @@ fn o_is_the_format_everywhere_and_reads_the_same_in_every_help() {
     };
     assert_eq!(audit("text"), audit("table"));
     let test = |format: &str| {
-        succeeds(&olm_guard(&[
+        common::succeeds(&olm_guard(&[
             "test",
             "testdata/catalog-union",
             "-o",
@@ -329,7 +308,7 @@ fn o_is_the_format_everywhere_and_reads_the_same_in_every_help() {
 
     // The file flags write what -o would print.
     let manifest = dir.path().join("manifest.json");
-    let printed = succeeds(&olm_guard(&[
+    let printed = common::succeeds(&olm_guard(&[
         "scaffold",
         "manifest",
         "-t",
@@ -340,7 +319,7 @@ fn o_is_the_format_everywhere_and_reads_the_same_in_every_help() {
     ]));
     let document: Value = serde_json::from_str(&printed).expect("-o json is JSON");
     assert_eq!(document["kind"], "ClusterAdmissionPolicy", "{document}");
-    succeeds(&olm_guard(&[
+    common::succeeds(&olm_guard(&[
         "scaffold",
         "manifest",
         "-t",
@@ -418,7 +397,7 @@ fn an_audit_leaves_out_what_the_cluster_manages_and_sums_skips_up_by_reason() {
         olm_guard(&args)
     };
     let output = audit(&[]);
-    let table = succeeds(&output);
+    let table = common::succeeds(&output);
     // The two the user wrote, skipped for one reason: one line with its
     // count, no block per object.
     let reasons: Vec<&str> = table
@@ -444,7 +423,7 @@ fn an_audit_leaves_out_what_the_cluster_manages_and_sums_skips_up_by_reason() {
         ),
         "{table}"
     );
-    let report = &json_items(succeeds(&audit(&["-o", "json"])).as_bytes())[0];
+    let report = &json_items(common::succeeds(&audit(&["-o", "json"])).as_bytes())[0];
     assert_eq!(report["systemObjectsLeftOut"], 3, "{report}");
     let judged: Vec<&str> = report["results"]
         .as_array()
@@ -462,7 +441,8 @@ fn an_audit_leaves_out_what_the_cluster_manages_and_sums_skips_up_by_reason() {
         "said on stderr when stdout is data"
     );
     // With --as, Kubernetes' own roles are no failures of alice's.
-    let as_alice = &json_items(succeeds(&audit(&["--as", "alice", "-o", "json"])).as_bytes())[0];
+    let as_alice =
+        &json_items(common::succeeds(&audit(&["--as", "alice", "-o", "json"])).as_bytes())[0];
     let failed: Vec<&str> = as_alice["results"]
         .as_array()
         .unwrap()
@@ -472,7 +452,8 @@ fn an_audit_leaves_out_what_the_cluster_manages_and_sums_skips_up_by_reason() {
         .collect();
     assert_eq!(failed, ["widgets-admin-extras"], "{as_alice}");
     // --include-system judges them too.
-    let all = &json_items(succeeds(&audit(&["--include-system", "-o", "json"])).as_bytes())[0];
+    let all =
+        &json_items(common::succeeds(&audit(&["--include-system", "-o", "json"])).as_bytes())[0];
     assert_eq!(all["results"].as_array().unwrap().len(), 5, "{all}");
     assert_eq!(all["systemObjectsLeftOut"], 0);
 }
@@ -539,7 +520,7 @@ fn as_a_user_is_the_same_user_in_run_and_audit_in_the_groups_the_server_gives() 
             "-o",
             "json",
         ]);
-        let review = &json_items(succeeds(&run).as_bytes())[0];
+        let review = &json_items(common::succeeds(&run).as_bytes())[0];
         assert_eq!(review["response"]["allowed"], true, "{user}: {review}");
 
         // The audit judges the stored revision as created by the same user.
@@ -558,7 +539,7 @@ fn as_a_user_is_the_same_user_in_run_and_audit_in_the_groups_the_server_gives() 
             "-o",
             "json",
         ]);
-        let report = &json_items(succeeds(&audit).as_bytes())[0];
+        let report = &json_items(common::succeeds(&audit).as_bytes())[0];
         assert_eq!(report["summary"]["pass"], 1, "{user}: {report}");
         assert_eq!(report["requester"]["username"], user);
         assert!(
@@ -600,7 +581,7 @@ fn an_object_the_cluster_holds_is_an_update_for_one_module_as_for_several() {
         let mut args = vec!["run", module, "--object", &object, "-o", "json"];
         args.extend_from_slice(extra);
         let output = olm_guard(&args);
-        let reviews = json_items(succeeds(&output).as_bytes());
+        let reviews = json_items(common::succeeds(&output).as_bytes());
         let review = reviews
             .iter()
             .find(|r| r.get("policy").is_none_or(|p| p == "catalog-union"))
@@ -626,7 +607,7 @@ fn an_object_the_cluster_holds_is_an_update_for_one_module_as_for_several() {
         &["--cluster", &stored, "--operation", "CREATE"],
     );
     assert_eq!(said["allowed"], false, "{said}");
-    let help = succeeds(&olm_guard(&["run", "--help"])).replace('\n', " ");
+    let help = common::succeeds(&olm_guard(&["run", "--help"])).replace('\n', " ");
     assert!(
         help.contains("judged as an UPDATE of it, as `kubectl apply` sends it, with one module as with several"),
         "{help}"
@@ -642,7 +623,7 @@ fn run_json_of_one_object_is_its_review_and_of_several_a_list_naming_each() {
         "two.yaml",
         &format!("{CATALOG_SOURCE}---\n{CONFUSED_CATALOG_SOURCE}"),
     );
-    let review: Value = serde_json::from_str(&succeeds(&olm_guard(&[
+    let review: Value = serde_json::from_str(&common::succeeds(&olm_guard(&[
         "run",
         "catalog-union",
         "--object",
@@ -654,7 +635,7 @@ fn run_json_of_one_object_is_its_review_and_of_several_a_list_naming_each() {
     assert_eq!(review["kind"], "AdmissionReview", "{review}");
     assert_eq!(review["response"]["allowed"], true);
 
-    let list: Value = serde_json::from_str(&succeeds(&olm_guard(&[
+    let list: Value = serde_json::from_str(&common::succeeds(&olm_guard(&[
         "run",
         "catalog-union",
         "--object",
@@ -687,7 +668,7 @@ fn run_json_of_one_object_is_its_review_and_of_several_a_list_naming_each() {
     }
     assert_ne!(items[0]["response"]["uid"], items[1]["response"]["uid"]);
     // As run all's items name them.
-    let all: Value = serde_json::from_str(&succeeds(&olm_guard(&[
+    let all: Value = serde_json::from_str(&common::succeeds(&olm_guard(&[
         "run",
         "all",
         "--object",
@@ -734,7 +715,7 @@ fn flags_and_errors_name_what_to_do() {
     for words in [&["run"][..], &["audit"]] {
         let mut args = words.to_vec();
         args.push("--help");
-        let help = succeeds(&olm_guard(&args));
+        let help = common::succeeds(&olm_guard(&args));
         assert!(help.contains("--fail-on-deny"), "{words:?}");
         assert!(!help.contains("--fail-on-violation"), "{words:?}");
     }
@@ -747,7 +728,7 @@ fn flags_and_errors_name_what_to_do() {
         "{stderr}"
     );
     // A manifest given as --kubeconfig.
-    let stderr = refused(&olm_guard(&["audit", "--kubeconfig", &cs]));
+    let stderr = common::refused(&olm_guard(&["audit", "--kubeconfig", &cs]));
     assert!(
         stderr.contains(&format!(
             "kubeconfig {cs}: a CatalogSource, not a kubeconfig"
@@ -757,7 +738,7 @@ fn flags_and_errors_name_what_to_do() {
     // A KUBECONFIG that names no file.
     let home = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.yaml");
-    let stderr = refused(&olm_guard_with(
+    let stderr = common::refused(&olm_guard_with(
         home.path(),
         &["audit"],
         &[("KUBECONFIG", missing.to_str().unwrap())],
@@ -769,7 +750,7 @@ fn flags_and_errors_name_what_to_do() {
     // A settings file that does not exist names the flag, for one module
     // and for several.
     let missing = missing.display().to_string();
-    let stderr = refused(&olm_guard(&[
+    let stderr = common::refused(&olm_guard(&[
         "run",
         "catalog-union",
         "--object",
@@ -781,7 +762,7 @@ fn flags_and_errors_name_what_to_do() {
         stderr.contains(&format!("--settings {missing}: cannot read")),
         "{stderr}"
     );
-    let stderr = refused(&olm_guard(&[
+    let stderr = common::refused(&olm_guard(&[
         "audit",
         "--cluster",
         "examples/audit/cluster.yaml",
@@ -886,7 +867,8 @@ fn the_help_lists_the_rbac_a_live_cluster_needs_as_the_modules_declare_it() {
     let mut can_i = Vec::new();
     for name in olm_guard_rules::registry::names() {
         let metadata =
-            &json_items(succeeds(&olm_guard(&["inspect", name, "-o", "json"])).as_bytes())[0];
+            &json_items(common::succeeds(&olm_guard(&["inspect", name, "-o", "json"])).as_bytes())
+                [0];
         for rule in metadata["rules"].as_array().unwrap() {
             for group in rule["apiGroups"].as_array().unwrap() {
                 for resource in rule["resources"].as_array().unwrap() {
@@ -926,11 +908,11 @@ fn the_help_lists_the_rbac_a_live_cluster_needs_as_the_modules_declare_it() {
     wanted.sort();
     wanted.dedup();
     for command in ["audit", "snapshot"] {
-        let help = succeeds(&olm_guard(&[command, "--help"]));
+        let help = common::succeeds(&olm_guard(&[command, "--help"]));
         assert_eq!(listed_rbac(&help), wanted, "{command} --help:\n{help}");
         assert!(help.contains("SelfSubjectAccessReview"), "{command}");
     }
-    let audit = succeeds(&olm_guard(&["audit", "--help"]));
+    let audit = common::succeeds(&olm_guard(&["audit", "--help"]));
     let flat = audit.replace('\n', " ");
     assert!(
         flat.contains("create on subjectaccessreviews.authorization.k8s.io"),
@@ -951,7 +933,7 @@ fn counts_and_names_read_as_they_should() {
     // One object: "1 object", never "1 objects".
     let dir = tempfile::tempdir().unwrap();
     let cluster = write(dir.path(), "one.yaml", CATALOG_SOURCE);
-    let html = succeeds(&olm_guard(&["audit", "--cluster", &cluster, "-o", "html"]));
+    let html = common::succeeds(&olm_guard(&["audit", "--cluster", &cluster, "-o", "html"]));
     assert!(
         html.contains("<p>1 object in the snapshot, 1 covered by a module, 1 result;"),
         "{html}"
@@ -959,7 +941,7 @@ fn counts_and_names_read_as_they_should() {
     assert!(!html.contains("1 objects") && !html.contains("1 results"));
     // A file that is no module: said once.
     let junk = write(dir.path(), "junk.wasm", "not wasm");
-    let stderr = refused(&olm_guard(&["inspect", &junk]));
+    let stderr = common::refused(&olm_guard(&["inspect", &junk]));
     assert!(
         stderr.trim_end().ends_with("junk.wasm: not a wasm module"),
         "{stderr}"

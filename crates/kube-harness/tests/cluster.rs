@@ -281,7 +281,19 @@ fn ordinary_users_are_decided_by_rbac_and_policies_by_admission() {
         cluster.undo(&mut changes).expect("undone");
     };
     let stored = written.answer.expect("a warned ConfigMap is stored");
-    changes.created(stored);
+    changes.created(stored.clone());
+    // A dry-run DELETE answers as a delete would, and deletes nothing.
+    let dry = cluster
+        .write_as(Some(&alice), Write::Delete, &stored, None, true)
+        .expect("answered");
+    assert!(dry.answer.is_err(), "alice may not delete: {dry:?}");
+    let dry = cluster
+        .write_as(None, Write::Delete, &stored, None, true)
+        .expect("answered");
+    assert!(dry.answer.is_ok(), "{dry:?}");
+    cluster
+        .get(&stored)
+        .expect("still there after a dry-run delete");
     assert_eq!(
         written.warnings,
         [

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub mod cluster;
 pub mod oci_registry;
 
 use olm_guard_rules::registry;
@@ -157,4 +158,42 @@ pub fn upstream(path: &str) -> PathBuf {
          `git checkout -- testdata/upstream`"
     );
     file
+}
+
+/// The stdout of a command that must have succeeded (its exit code and
+/// stderr said when it did not).
+pub fn succeeds(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "exit {:?}: {}",
+        output.status.code(),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
+/// The stderr of a command that exited 2 and wrote nothing on stdout.
+pub fn refused(output: &Output) -> String {
+    let stderr = text(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "exit {:?}\nstdout: {}\nstderr: {stderr}",
+        output.status.code(),
+        text(&output.stdout)
+    );
+    assert!(output.stdout.is_empty(), "stdout: {}", text(&output.stdout));
+    stderr
+}
+
+/// The one line a command that exited 2, writing nothing on stdout, said
+/// on stderr (the progress lines of what it read, and its notes, aside).
+pub fn refused_in_one_line(output: &Output) -> String {
+    let stderr = refused(output);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("olm-guard: read ") && !l.starts_with("olm-guard: note: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    lines[0].to_string()
 }

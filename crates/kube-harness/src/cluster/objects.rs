@@ -225,6 +225,12 @@ impl TestCluster {
         serde_json::to_value(stored).map_err(|e| request_error("an answer", e))
     }
 
+    /// `object` as a client creates it: without what the server sets
+    /// itself ([`without_server_fields`]), which a create must not carry.
+    pub fn create_of(object: &Value) -> Value {
+        without_server_fields(object)
+    }
+
     /// `object` as an update of `stored` sends it: with the stored object's
     /// server-set metadata (`uid`, `resourceVersion`, `creationTimestamp`,
     /// `generation`, and `deletionTimestamp` with its grace period for an

@@ -88,19 +88,23 @@ impl TestCluster {
     /// Undoes `changes`, newest first: deletes what was created (its
     /// finalizers dropped first; a Namespace finalized, a CRD waited for
     /// until it is gone) and puts back what was replaced.
+    /// When one cannot be undone, it and those older stay in `changes`, for
+    /// the caller to try again (once an admission policy that refused a
+    /// delete is gone, say).
     pub fn undo(&self, changes: &mut Changes) -> Result<(), ClusterError> {
-        while let Some(change) = changes.entries.pop() {
+        while let Some(change) = changes.entries.last() {
             match change {
-                Change::Created(object) => self.remove(&object)?,
+                Change::Created(object) => self.remove(object)?,
                 Change::Replaced(original) => {
-                    if let Err(refusal) = self.replace(&original)? {
+                    if let Err(refusal) = self.replace(original)? {
                         return Err(request_error(
-                            &format!("putting back {}", describe(&original)),
+                            &format!("putting back {}", describe(original)),
                             refusal.message,
                         ));
                     }
                 }
             }
+            changes.entries.pop();
         }
         Ok(())
     }
