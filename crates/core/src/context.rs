@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_with::DefaultOnNull;
 
 use crate::UserInfo;
+use crate::listed::{ListAnswer, decode_error};
 use crate::protocol::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewStatus,
@@ -179,13 +180,7 @@ fn decode<T: DeserializeOwned>(
     capability: Capability,
     target: String,
 ) -> Result<T, ContextError> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        ContextError::new(
-            ContextErrorKind::Decode,
-            format!("the host's answer to {what} is not valid: {e}"),
-        )
-        .on(capability, target)
-    })
+    serde_json::from_slice(bytes).map_err(|e| decode_error(what, &e, capability, target))
 }
 
 /// `apiVersion/Kind`, the target of a list.
@@ -214,7 +209,31 @@ pub trait ClusterExt: Cluster {
         request: &ListAllResourcesRequest,
         build: impl FnOnce(Vec<T>) -> D,
     ) -> Result<Rc<D>, ContextError> {
-        let make = || self.list_all_as::<T>(request).map(build);
+        self.list_all_read(request, |answer| {
+            let mut items = Vec::new();
+            answer.each(|item| items.push(item))?;
+            Ok(build(items))
+        })
+    }
+
+    /// [`Cluster::list_all`], the answer handed to `read`, which reads what
+    /// its rule needs of it ([`crate::listed`]) into `D`; in a batch
+    /// ([`Cluster::shared_answers`]) made once and shared by every evaluation
+    /// that asks the same request for the same `D`.
+    fn list_all_read<D: 'static>(
+        &self,
+        request: &ListAllResourcesRequest,
+        read: impl FnOnce(ListAnswer) -> Result<D, ContextError>,
+    ) -> Result<Rc<D>, ContextError> {
+        let make = || {
+            let bytes = self.list_all(request)?;
+            read(ListAnswer::new(
+                bytes,
+                format!("listing {}", request.kind),
+                Capability::ListAll,
+                kind_target(&request.api_version, &request.kind),
+            ))
+        };
         // The request's JSON is the whole key: kind, selectors, masks.
         match (self.shared_answers(), serde_json::to_string(request)) {
             (Some(shared), Ok(key)) => {
@@ -222,6 +241,44 @@ pub trait ClusterExt: Cluster {
             }
             _ => make().map(Rc::new),
         }
+    }
+
+    /// [`Cluster::list_all`], the answer as it came, to read with
+    /// [`ListAnswer`] (not shared: a caller that shares keeps what it
+    /// builds).
+    fn list_all_answer(
+        &self,
+        request: &ListAllResourcesRequest,
+    ) -> Result<ListAnswer, ContextError> {
+        let bytes = self.list_all(request)?;
+        Ok(ListAnswer::new(
+            bytes,
+            format!("listing {}", request.kind),
+            Capability::ListAll,
+            kind_target(&request.api_version, &request.kind),
+        ))
+    }
+
+    /// [`Cluster::list_by_namespace`], the answer handed to `read` as in
+    /// [`ClusterExt::list_all_read`] (not shared: a caller that shares
+    /// keeps what it builds).
+    fn list_by_namespace_read<D>(
+        &self,
+        request: &ListResourcesByNamespaceRequest,
+        read: impl FnOnce(ListAnswer) -> Result<D, ContextError>,
+    ) -> Result<D, ContextError> {
+        let target = format!(
+            "{} in namespace \"{}\"",
+            kind_target(&request.api_version, &request.kind),
+            request.namespace
+        );
+        let bytes = self.list_by_namespace(request)?;
+        read(ListAnswer::new(
+            bytes,
+            format!("listing {}", request.kind),
+            Capability::ListByNamespace,
+            target,
+        ))
     }
 
     /// [`Cluster::list_by_namespace`], decoded.

@@ -27,6 +27,7 @@ pub mod decode;
 #[cfg(feature = "display")]
 pub mod display;
 pub mod evaluate;
+pub mod listed;
 pub mod meta;
 pub mod object_request;
 pub mod protocol;

@@ -11,6 +11,7 @@
 //! tells us what a client meant.
 
 use olm_guard_core::ObjectMeta;
+use olm_guard_core::listed::{Label, LabelKey, Scalar, Str};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use serde_with::DefaultOnNull;
@@ -209,6 +210,109 @@ impl ClusterObjectSet {
     }
 }
 
+/// The owner-name label, as [`Label`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnerName;
+
+impl LabelKey for OwnerName {
+    const KEY: &'static str = OWNER_NAME_LABEL;
+}
+
+/// A ClusterObjectSet of a list answer, read for what the revision
+/// policies read of the others (`olm_guard_core::listed`): its name, the
+/// owner-name label, `spec.group`, `spec.revision` and
+/// `spec.lifecycleState`, borrowed from the answer. Only the few in the
+/// group a rule looks at become [`ClusterObjectSet`]s
+/// ([`ListedClusterObjectSet::to_object`]).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, expecting = "struct ClusterObjectSet")]
+pub struct ListedClusterObjectSet<'a> {
+    #[serde(borrow)]
+    metadata: Option<ListedMeta<'a>>,
+    #[serde(borrow)]
+    spec: Option<ListedSpec<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, expecting = "struct ObjectMeta")]
+struct ListedMeta<'a> {
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    #[serde(borrow)]
+    labels: Label<'a, OwnerName>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    default,
+    rename_all = "camelCase",
+    expecting = "struct ClusterObjectSetSpec"
+)]
+struct ListedSpec<'a> {
+    #[serde(borrow)]
+    group: Scalar<'a>,
+    #[serde(borrow)]
+    revision: Scalar<'a>,
+    #[serde(borrow)]
+    lifecycle_state: Scalar<'a>,
+}
+
+impl ListedClusterObjectSet<'_> {
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        self.metadata.as_ref().map_or("", |m| Str::of(&m.name))
+    }
+
+    /// [`ClusterObjectSet::group`], read from the answer.
+    pub fn group(&self) -> Option<&str> {
+        let spec_group = self.spec.as_ref().and_then(|s| s.group.as_str());
+        match spec_group {
+            Some(group) if !group.is_empty() => Some(group),
+            _ => self
+                .metadata
+                .as_ref()
+                .and_then(|m| m.labels.get())
+                .filter(|label| !label.is_empty()),
+        }
+    }
+
+    /// The object as [`ClusterObjectSet::from_object`] reads it, as far as
+    /// the listed fields go: a list or map in a spec field keeps its type
+    /// (all a message says of it), not its content.
+    pub fn to_object(&self) -> ClusterObjectSet {
+        let mut object = ClusterObjectSet::default();
+        if let Some(meta) = &self.metadata {
+            object.metadata.name = Str::of(&meta.name).to_string();
+            if let Some(owner) = meta.labels.get() {
+                object
+                    .metadata
+                    .labels
+                    .insert(OWNER_NAME_LABEL.to_string(), owner.to_string());
+            }
+        }
+        if let Some(spec) = &self.spec {
+            object.spec.group = scalar_value(&spec.group);
+            object.spec.revision = scalar_value(&spec.revision);
+            object.spec.lifecycle_state = scalar_value(&spec.lifecycle_state);
+        }
+        object
+    }
+}
+
+/// The JSON value of a scalar; an empty list or map for a list or map.
+fn scalar_value(scalar: &Scalar<'_>) -> Value {
+    match scalar {
+        Scalar::Null => Value::Null,
+        Scalar::Bool(b) => Value::Bool(*b),
+        Scalar::Int(n) => Value::from(*n),
+        Scalar::UInt(n) => Value::from(*n),
+        Scalar::Float(x) => Value::from(*x),
+        Scalar::Str(s) => Value::String(s.to_string()),
+        Scalar::List => Value::Array(Vec::new()),
+        Scalar::Map => Value::Object(Map::new()),
+    }
+}
+
 /// See [`ClusterObjectSet::revision`]; public for raw values.
 pub fn revision_of(value: &Value) -> Result<Option<i64>, RevisionProblem> {
     match value {
@@ -371,6 +475,62 @@ mod tests {
         assert_eq!(sample.revision(), Ok(Some(1)));
         assert_eq!(sample.lifecycle_state(), "Active");
         assert_eq!(sample.group(), None);
+    }
+
+    /// A listed object reads as the whole object does, for every field the
+    /// policies read of the others.
+    #[test]
+    fn a_listed_object_reads_as_the_object() {
+        let objects = [
+            json!({"metadata": {"name": "a", "labels": {OWNER_NAME_LABEL: "l", "x": "y"}},
+                   "spec": {"group": "g", "revision": 3, "lifecycleState": "Active",
+                            "phases": [{"objects": [{}]}]}}),
+            json!({"metadata": {"name": "b", "labels": {OWNER_NAME_LABEL: "l"}},
+                   "spec": {"group": "", "revision": "3", "lifecycleState": 5}}),
+            json!({"metadata": {"name": "c"}, "spec": {"group": 5, "revision": 2.5}}),
+            json!({"metadata": {"name": "d", "labels": {OWNER_NAME_LABEL: ""}},
+                   "spec": {"group": [1], "revision": {"a": 1}}}),
+            json!({"metadata": null, "spec": null}),
+            json!({"spec": {"revision": -1, "group": null}}),
+            json!({"spec": {"revision": 18446744073709551615u64}}),
+        ];
+        let answer = serde_json::to_vec(&json!({"items": objects})).unwrap();
+        let mut listed = Vec::new();
+        olm_guard_core::listed::each_item(&answer, |item: ListedClusterObjectSet<'_>| {
+            listed.push((
+                item.name().to_string(),
+                item.group().map(str::to_string),
+                item.to_object(),
+            ))
+        })
+        .unwrap();
+        for (object, (name, group, read)) in objects.iter().zip(&listed) {
+            let whole = ClusterObjectSet::from_object(object).unwrap();
+            assert_eq!(name, whole.name());
+            assert_eq!(group.as_deref(), whole.group());
+            assert_eq!(read.group(), whole.group());
+            assert_eq!(read.revision(), whole.revision());
+            assert_eq!(read.lifecycle_state(), whole.lifecycle_state());
+            assert_eq!(read.owner_label(), whole.owner_label());
+            assert_eq!(
+                matches!(read.spec_group(), SpecGroup::Name(_)),
+                matches!(whole.spec_group(), SpecGroup::Name(_))
+            );
+            if let (SpecGroup::Invalid(a), SpecGroup::Invalid(b)) =
+                (read.spec_group(), whole.spec_group())
+            {
+                assert_eq!(describe_value(a), describe_value(b));
+            }
+        }
+        let err = olm_guard_core::listed::each_item(
+            br#"{"items":[{"metadata":{"labels":{"a":1}}}]}"#,
+            |_: ListedClusterObjectSet<'_>| {},
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("invalid type: integer `1`, expected a string")
+        );
     }
 
     #[test]

@@ -105,6 +105,37 @@ impl Bindings {
     }
 }
 
+/// Whether a subject (`kind`, `name`, `namespace`) of a binding in
+/// `binding_namespace` ("" for a ClusterRoleBinding) is `user`, as
+/// [`RbacStore`]'s index of bindings decides it (`appliesToUser` of
+/// `rule.go`): a User by name, a Group by the user's groups, a
+/// ServiceAccount by its username `system:serviceaccount:<ns>:<name>`.
+pub(crate) fn subject_is(
+    (kind, name, namespace): (&str, &str, &str),
+    binding_namespace: &str,
+    user: &UserInfo,
+) -> bool {
+    match kind {
+        "User" => name == user.username,
+        "Group" => user.groups.iter().any(|group| group == name),
+        "ServiceAccount" => {
+            let namespace = if namespace.is_empty() {
+                binding_namespace
+            } else {
+                namespace
+            };
+            !namespace.is_empty()
+                && user
+                    .username
+                    .strip_prefix("system:serviceaccount:")
+                    .and_then(|rest| rest.strip_prefix(namespace))
+                    .and_then(|rest| rest.strip_prefix(':'))
+                    == Some(name)
+        }
+        _ => false,
+    }
+}
+
 /// A ServiceAccount subject's namespace defaults to the binding's; without
 /// either it matches nobody (in the API server, a ServiceAccount subject
 /// without a namespace in a ClusterRoleBinding is inert).

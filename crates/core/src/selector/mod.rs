@@ -146,7 +146,13 @@ impl Selector {
 
     /// Whether `labels` meet every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.requirements.iter().all(|r| r.matches(labels))
+        self.matches_by(|key| labels.get(key).map(String::as_str))
+    }
+
+    /// [`Selector::matches`] on labels read by `label` (the value of a
+    /// key), e.g. [`crate::listed::Labels::get`]: no map is built.
+    pub fn matches_by<'l>(&self, label: impl Fn(&str) -> Option<&'l str>) -> bool {
+        self.requirements.iter().all(|r| r.matches(label(&r.key)))
     }
 
     /// Whether the selector has no requirement and so matches every object.

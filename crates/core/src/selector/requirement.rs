@@ -1,7 +1,7 @@
 //! One label requirement: its validation (apimachinery `NewRequirement`),
 //! its string form and its match.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 
 use super::RequirementError;
@@ -84,8 +84,8 @@ impl Requirement {
         })
     }
 
-    pub(super) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+    /// Whether a label `value` (`None`: no such key) meets the requirement.
+    pub(super) fn matches(&self, value: Option<&str>) -> bool {
         match self.operator {
             Operator::Equals | Operator::In => value.is_some_and(|v| self.values.contains(v)),
             Operator::NotEquals | Operator::NotIn => value.is_none_or(|v| !self.values.contains(v)),

@@ -50,6 +50,12 @@ pub const CHECKS: &[Check] = &[
          ClusterObjectSets",
     ),
     Check::new(
+        "listByOwnerLabel: only the revisions labelled with the group's name count (rule 4)",
+        Enforcement::Params,
+        "the param's owner-name label is compared with the group, as the module's label \
+         selector asks the host for only those",
+    ),
+    Check::new(
         "requireNameSuffix: the name is <group>-<revision> (rule 6)",
         Enforcement::Policy,
         "name, group and revision are in the object",
@@ -205,13 +211,24 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
     // One evaluation per other ClusterObjectSet (`params`).
     let param_variables = {
         let mut v = variables();
+        // listByOwnerLabel: the module asks the host for the revisions
+        // labelled with the group only, so an unlabelled one never clashes.
+        let labelled = if settings.list_by_owner_label {
+            let lbl = cel_string(OWNER_NAME_LABEL);
+            format!(
+                " && has(params.metadata.labels) && {lbl} in params.metadata.labels && \
+                 params.metadata.labels[{lbl}] == variables.group"
+            )
+        } else {
+            String::new()
+        };
         v.push(named(
             "clash",
             &format!(
                 "variables.group != '' && variables.revision != null && \
                  params.metadata.name != variables.name && has(params.spec) && \
                  has(params.spec.revision) && params.spec.revision == variables.revision && \
-                 ({}) == variables.group",
+                 ({}) == variables.group{labelled}",
                 "has(params.spec.group) ? params.spec.group : has(params.metadata.labels) && \
                  'olm.operatorframework.io/owner-name' in params.metadata.labels ? \
                  params.metadata.labels['olm.operatorframework.io/owner-name'] : ''"

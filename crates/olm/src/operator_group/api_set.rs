@@ -112,6 +112,33 @@ impl ApiSet {
         self.0.difference(&other.0).cloned().collect()
     }
 
+    /// Whether the APIs of an `olm.providedAPIs` annotation `value` share
+    /// one with this set: `ApiSet::parse_annotation(value).intersects(self)`,
+    /// without building the parsed set (a list of groups is read this way).
+    pub fn intersects_annotation(&self, value: &str) -> bool {
+        let unspaced;
+        let value = if value.contains(' ') {
+            unspaced = value.replace(' ', "");
+            unspaced.as_str()
+        } else {
+            value
+        };
+        value.split(',').any(|piece| {
+            if piece.matches('.').count() < 2 {
+                return false;
+            }
+            let mut parts = piece.splitn(3, '.');
+            let (Some(kind), Some(version), Some(group)) =
+                (parts.next(), parts.next(), parts.next())
+            else {
+                return false;
+            };
+            self.0
+                .iter()
+                .any(|key| key.kind == kind && key.version == version && key.group == group)
+        })
+    }
+
     /// Whether some API is in both, without building the intersection.
     pub fn intersects(&self, other: &ApiSet) -> bool {
         !self.0.is_disjoint(&other.0)

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use olm_guard_core::ObjectMeta;
+use olm_guard_core::listed::{Label, LabelKey, Labels, Str};
 use olm_guard_core::selector::{LabelSelector, Selector, SelectorError};
 use serde::Deserialize;
 use serde_json::Value;
@@ -190,5 +191,144 @@ impl Namespace {
                 ..ObjectMeta::default()
             },
         }
+    }
+}
+
+/// The `olm.providedAPIs` annotation, as [`Label`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProvidedApis;
+
+impl LabelKey for ProvidedApis {
+    const KEY: &'static str = PROVIDED_APIS_ANNOTATION;
+}
+
+/// An OperatorGroup of a list answer as a first reading sees it
+/// (`olm_guard_core::listed`): its namespace and `olm.providedAPIs`,
+/// borrowed from the answer, which is what decides whether a rule reads the
+/// whole group (as an [`OperatorGroup`], `ListAnswer::pick`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, expecting = "struct OperatorGroup")]
+pub struct ListedOperatorGroup<'a> {
+    #[serde(borrow)]
+    metadata: Option<ListedGroupMeta<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, expecting = "struct ObjectMeta")]
+struct ListedGroupMeta<'a> {
+    #[serde(borrow)]
+    namespace: Option<Str<'a>>,
+    #[serde(borrow)]
+    annotations: Label<'a, ProvidedApis>,
+}
+
+impl ListedOperatorGroup<'_> {
+    /// `metadata.namespace`.
+    pub fn namespace(&self) -> &str {
+        self.metadata.as_ref().map_or("", |m| Str::of(&m.namespace))
+    }
+
+    /// Whether it provides one of `apis` ([`OperatorGroup::provided_apis`]
+    /// intersects them), without parsing its annotation into a set.
+    pub fn provides_any(&self, apis: &ApiSet) -> bool {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.annotations.get())
+            .is_some_and(|value| apis.intersects_annotation(value))
+    }
+}
+
+/// A Namespace of a list answer: its name and labels, borrowed.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, expecting = "struct Namespace")]
+pub struct ListedNamespace<'a> {
+    #[serde(borrow)]
+    metadata: Option<ListedNamespaceMeta<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, expecting = "struct ObjectMeta")]
+struct ListedNamespaceMeta<'a> {
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    #[serde(borrow)]
+    labels: Labels<'a>,
+}
+
+impl ListedNamespace<'_> {
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        self.metadata.as_ref().map_or("", |m| Str::of(&m.name))
+    }
+
+    /// Whether `selector` matches its labels.
+    pub fn selected_by(&self, selector: &Selector) -> bool {
+        match &self.metadata {
+            Some(meta) => selector.matches_by(|key| meta.labels.get(key)),
+            None => selector.matches_by(|_| None),
+        }
+    }
+
+    /// The namespace, owned.
+    pub fn to_namespace(&self) -> Namespace {
+        match &self.metadata {
+            Some(meta) => Namespace::named(Str::of(&meta.name), meta.labels.to_map()),
+            None => Namespace::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod listed_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What a first reading sees of a group is what the whole group says.
+    #[test]
+    fn a_listed_group_reads_as_the_group() {
+        let objects = [
+            json!({"metadata": {"name": "a", "namespace": "ns",
+                                "annotations": {PROVIDED_APIS_ANNOTATION: "A.v1.x.io, B.v1.y.io", "o": "p"}}}),
+            json!({"metadata": {"name": "b", "namespace": "ns",
+                                "annotations": {PROVIDED_APIS_ANNOTATION: "B.v1.y.io.extra,C"}}}),
+            json!({"metadata": {"name": "c", "namespace": "n2"}, "spec": null, "status": {}}),
+            json!({"metadata": null}),
+        ];
+        let answer = serde_json::to_vec(&json!({ "items": objects })).unwrap();
+        let apis = ApiSet::parse_annotation("B.v1.y.io");
+        let mut read = Vec::new();
+        olm_guard_core::listed::each_item(&answer, |item: ListedOperatorGroup<'_>| {
+            read.push((item.namespace().to_string(), item.provides_any(&apis)))
+        })
+        .unwrap();
+        for (object, (namespace, provides)) in objects.iter().zip(&read) {
+            let whole = OperatorGroup::from_object(object).unwrap();
+            assert_eq!(namespace, &whole.metadata.namespace);
+            assert_eq!(*provides, whole.provided_apis().intersects(&apis));
+        }
+        assert_eq!(read.iter().filter(|(_, p)| *p).count(), 1);
+    }
+
+    #[test]
+    fn a_listed_namespace_is_selected_as_the_namespace() {
+        let answer = br#"{"items":[{"metadata":{"name":"a","labels":{"t":"1","u":"2"}}},
+            {"metadata":{"name":"b"}},{"metadata":null}]}"#;
+        let selector = Selector::from_label_selector(
+            &serde_json::from_value(json!({"matchLabels": {"t": "1"}})).unwrap(),
+        )
+        .unwrap();
+        let not = Selector::parse("t!=1").unwrap();
+        let mut read = Vec::new();
+        olm_guard_core::listed::each_item(answer, |item: ListedNamespace<'_>| {
+            let owned = item.to_namespace();
+            assert_eq!(
+                item.selected_by(&selector),
+                selector.matches(&owned.metadata.labels)
+            );
+            assert_eq!(item.selected_by(&not), not.matches(&owned.metadata.labels));
+            read.push(item.name().to_string());
+        })
+        .unwrap();
+        assert_eq!(read, ["a", "b", ""]);
     }
 }

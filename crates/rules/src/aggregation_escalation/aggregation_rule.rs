@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 
 use olm_guard_core::Verdict;
+use olm_guard_core::selector::Selector;
 use olm_guard_rbac::aggregation::{selected, selectors_of};
 use olm_guard_rbac::{Holder, PolicyRule, RbacStore, covers, full_authority};
 
@@ -14,6 +15,16 @@ impl Change<'_> {
         let held = store.rules_for(&self.request.user_info, "");
         let missing = covers(&held, &full_authority()).err()?;
         Some(self.full_authority_message(&missing))
+    }
+
+    /// The selectors rule 3 checks the roles of: the object's, and the old
+    /// object's (an invalid one selects nothing here; rule 3 refuses it).
+    pub(super) fn selectors(&self) -> Vec<Selector> {
+        let mut selectors = selectors_of(&self.new).unwrap_or_default();
+        if let Some(old) = &self.old {
+            selectors.extend(selectors_of(old).unwrap_or_default());
+        }
+        selectors
     }
 
     /// Rule 3: cover the rules of every role the selectors match now. The

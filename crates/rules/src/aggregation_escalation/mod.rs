@@ -15,6 +15,7 @@ mod messages;
 mod tests;
 
 use olm_guard_core::{AdmissionRequest, Cluster, Operation, PolicySettings, Verdict};
+use olm_guard_rbac::cluster::Wanted;
 use olm_guard_rbac::{ClusterRole, RBAC_GROUP, SYSTEM_MASTERS, from_json};
 use serde::{Deserialize, Serialize};
 
@@ -94,7 +95,15 @@ fn evaluate(
     if !aggregation && !change.may_feed() {
         return Ok(());
     }
-    let store = olm_guard_rbac::cluster::load(cluster, "").map_err(|e| {
+    // What rules 2 to 4 ask of the store: the user's rules, the roles the
+    // selectors (new and old) select, the aggregated roles the object feeds.
+    let selectors = change.selectors();
+    let wanted = Wanted {
+        user: &request.user_info,
+        selected_by: &selectors,
+        aggregated: true,
+    };
+    let store = olm_guard_rbac::cluster::load(cluster, "", &wanted).map_err(|e| {
         Verdict::context_unavailable("the cluster's ClusterRoles and ClusterRoleBindings", e)
     })?;
     let feeds = change.feeds(&store, settings);

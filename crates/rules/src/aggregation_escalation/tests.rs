@@ -231,7 +231,16 @@ fn strict_checks_the_old_object_too() {
 /// through by rule 1, so the check itself is tested directly.
 #[test]
 fn full_authority_check() {
-    let store = olm_guard_rbac::cluster::load(&cluster(), "").unwrap();
+    let user = olm_guard_core::UserInfo::default();
+    let wanted = olm_guard_rbac::cluster::Wanted {
+        user: &user,
+        selected_by: &[],
+        aggregated: false,
+    };
+    // The whole store, as a batch loads it.
+    let cluster = cluster();
+    let batch = olm_guard_core::shared::Batch::new(&cluster);
+    let store = olm_guard_rbac::cluster::load(&batch, "", &wanted).unwrap();
     let check = |who: &str| {
         let req = create(who, cert_manager_aggregate());
         let change = Change::new(&req, parse_role(&req.object, "object").unwrap(), None);

@@ -63,12 +63,14 @@ fn csv_decision(
         Ok(apis) => apis,
         Err(error) => return Ok(Some(crd_name_message(csv, &error))),
     };
-    let groups = list_operator_groups(cluster).map_err(|error| LookupFailed {
+    let groups_failed = |error| LookupFailed {
         what: OPERATOR_GROUPS_LOOKUP,
         error,
-    })?;
+    };
+    let groups = list_operator_groups(cluster).map_err(groups_failed)?;
     let namespace = &csv.metadata.namespace;
-    let mut in_namespace = groups.in_namespace(namespace).into_iter();
+    let in_namespace = groups.in_namespace(namespace).map_err(groups_failed)?;
+    let mut in_namespace = in_namespace.iter();
     // Rule 4: without exactly one group OLM fails the CSV with
     // NoOperatorGroup or TooManyOperatorGroups before any intersection.
     let (Some(group), None) = (in_namespace.next(), in_namespace.next()) else {
@@ -86,7 +88,7 @@ fn csv_decision(
     // group sharing none of the CSV's APIs cannot change the outcome: only
     // the others that do are resolved and passed on.
     let mut others = Vec::new();
-    for other in groups.providing_any(&add) {
+    for other in &groups.providing_any(&add).map_err(groups_failed)? {
         if other.is_same_group(&group.metadata.namespace, &group.metadata.name)
             || !add.intersects(&other.provided_apis())
         {

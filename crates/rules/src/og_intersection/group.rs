@@ -45,11 +45,11 @@ pub(super) fn validate_operator_group(
 
     // Rule 2. An UPDATE does not add a group: the others were there before
     // it, and blocking the update would not remove them.
-    let siblings: Vec<&OperatorGroup> = groups
-        .in_namespace(namespace)
-        .into_iter()
-        .filter(is_other)
-        .collect();
+    let in_namespace = match groups.in_namespace(namespace) {
+        Ok(in_namespace) => in_namespace,
+        Err(error) => return operator_groups_unavailable(error),
+    };
+    let siblings: Vec<&OperatorGroup> = in_namespace.iter().filter(is_other).collect();
     if !siblings.is_empty() {
         if request.operation == Operation::Update {
             warnings.push(too_many_groups_warning(&group, &siblings));
@@ -64,9 +64,12 @@ pub(super) fn validate_operator_group(
     // in the same pass, so that only the conflicts this request adds deny it.
     let own_apis = group.provided_apis();
     let old_apis = old.as_ref().map(OperatorGroup::provided_apis);
-    let sharing: Vec<Sharing> = groups
-        .providing_any(&own_apis)
-        .into_iter()
+    let providing = match groups.providing_any(&own_apis) {
+        Ok(providing) => providing,
+        Err(error) => return operator_groups_unavailable(error),
+    };
+    let sharing: Vec<Sharing> = providing
+        .iter()
         .filter(is_other)
         .filter_map(|other| {
             let apis = other.provided_apis();

@@ -6,12 +6,14 @@ use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use olm_guard_core::listed::ListAnswer;
 use olm_guard_core::protocol::ListAllResourcesRequest;
 use olm_guard_core::selector::Selector;
 use olm_guard_core::shared::{Index, IndexedOnReuse};
 use olm_guard_core::{Cluster, ClusterExt, ContextError, Verdict};
 use olm_guard_olm::operator_group::{
-    ApiSet, GroupSurface, Namespace, NamespaceSet, OperatorGroup, select_namespaces, target_set,
+    ApiSet, GroupSurface, ListedNamespace, ListedOperatorGroup, Namespace, NamespaceSet,
+    OperatorGroup, select_namespaces, target_set,
 };
 
 use super::{OPERATOR_GROUP_API_VERSION, OPERATOR_GROUP_KIND};
@@ -27,87 +29,130 @@ pub(super) struct LookupFailed {
     pub(super) error: ContextError,
 }
 
-/// Every OperatorGroup, as listed, and (when the list is shared by the
-/// evaluations of a batch) indexes of them by namespace and by provided API.
+/// Every OperatorGroup, as the host answered, and (when the answer is
+/// shared by the evaluations of a batch) every group read, with indexes by
+/// namespace and by provided API.
 pub(super) struct OperatorGroups {
+    answer: ListAnswer,
+    /// Each kind of question reads the answer on its first use: a single
+    /// evaluation asks each once.
+    by_namespace_used: IndexedOnReuse<()>,
+    by_api_used: IndexedOnReuse<()>,
+    indexed: OnceCell<Result<IndexedGroups, ContextError>>,
+}
+
+/// Every group of the answer, and where to find them.
+struct IndexedGroups {
     groups: Vec<OperatorGroup>,
-    by_namespace: IndexedOnReuse<Index>,
+    by_namespace: Index,
     /// Keyed by each API of `olm.providedAPIs`, as text.
-    by_api: IndexedOnReuse<Index>,
+    by_api: Index,
 }
 
 impl OperatorGroups {
-    fn new(groups: Vec<OperatorGroup>) -> OperatorGroups {
+    fn new(answer: ListAnswer) -> OperatorGroups {
         OperatorGroups {
-            groups,
-            by_namespace: IndexedOnReuse::new(),
-            by_api: IndexedOnReuse::new(),
+            answer,
+            by_namespace_used: IndexedOnReuse::new(),
+            by_api_used: IndexedOnReuse::new(),
+            indexed: OnceCell::new(),
+        }
+    }
+
+    /// The groups of the answer that `keep` keeps, in list order: one pass
+    /// over the answer on the first question of its kind (`used`); on a
+    /// later one (a batch), the positions `lookup` finds in the index, each
+    /// group checked by `still` all the same.
+    fn kept(
+        &self,
+        used: &IndexedOnReuse<()>,
+        keep: impl Fn(&ListedOperatorGroup<'_>) -> bool,
+        lookup: impl FnOnce(&IndexedGroups) -> Vec<usize>,
+        still: impl Fn(&OperatorGroup) -> bool,
+    ) -> Result<Vec<OperatorGroup>, ContextError> {
+        let indexed = used.get(|| ()).map(|()| {
+            self.indexed.get_or_init(|| {
+                let mut groups = Vec::new();
+                self.answer
+                    .each(|group: OperatorGroup| groups.push(group))?;
+                Ok(IndexedGroups {
+                    by_namespace: Index::of(&groups, |group| [group.metadata.namespace.clone()]),
+                    by_api: Index::of(&groups, |group| {
+                        group
+                            .provided_apis()
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                    }),
+                    groups,
+                })
+            })
+        });
+        match indexed {
+            Some(Ok(indexed)) => Ok(lookup(indexed)
+                .into_iter()
+                .filter_map(|at| indexed.groups.get(at))
+                .filter(|group| still(group))
+                .cloned()
+                .collect()),
+            Some(Err(error)) => Err(error.clone()),
+            None => {
+                let (mut positions, mut at) = (Vec::new(), 0);
+                self.answer.each(|listed: ListedOperatorGroup<'_>| {
+                    if keep(&listed) {
+                        positions.push(at);
+                    }
+                    at += 1;
+                })?;
+                let mut kept = Vec::with_capacity(positions.len());
+                self.answer.pick(&positions, |group| kept.push(group))?;
+                Ok(kept)
+            }
         }
     }
 
     /// The groups in `namespace`, in list order.
-    pub(super) fn in_namespace<'a>(&'a self, namespace: &str) -> Vec<&'a OperatorGroup> {
-        let index = self
-            .by_namespace
-            .get(|| Index::of(&self.groups, |group| [group.metadata.namespace.clone()]));
-        match index {
-            Some(index) => self.at(index.get(namespace).iter().copied()),
-            None => self
-                .groups
-                .iter()
-                .filter(|group| group.metadata.namespace == namespace)
-                .collect(),
-        }
+    pub(super) fn in_namespace(&self, namespace: &str) -> Result<Vec<OperatorGroup>, ContextError> {
+        self.kept(
+            &self.by_namespace_used,
+            |listed| listed.namespace() == namespace,
+            |indexed| indexed.by_namespace.get(namespace).to_vec(),
+            |group| group.metadata.namespace == namespace,
+        )
     }
 
-    /// The groups that may provide one of `apis`, in list order: every group
-    /// on a scan, only those whose annotation names one of them through the
-    /// index. Callers still intersect each group's APIs with theirs, so both
-    /// give the same answer.
-    pub(super) fn providing_any(&self, apis: &ApiSet) -> Vec<&OperatorGroup> {
-        let index = self.by_api.get(|| {
-            Index::of(&self.groups, |group| {
-                group
-                    .provided_apis()
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-            })
-        });
-        match index {
-            Some(index) => {
+    /// The groups whose `olm.providedAPIs` names one of `apis`, in list
+    /// order. Callers still intersect each group's APIs with theirs.
+    pub(super) fn providing_any(&self, apis: &ApiSet) -> Result<Vec<OperatorGroup>, ContextError> {
+        self.kept(
+            &self.by_api_used,
+            |listed| listed.provides_any(apis),
+            |indexed| {
                 let mut positions: Vec<usize> = apis
                     .iter()
-                    .flat_map(|api| index.get(&api.to_string()).to_vec())
+                    .flat_map(|api| indexed.by_api.get(&api.to_string()).to_vec())
                     .collect();
                 positions.sort_unstable();
                 positions.dedup();
-                self.at(positions)
-            }
-            None => self.groups.iter().collect(),
-        }
-    }
-
-    fn at(&self, positions: impl IntoIterator<Item = usize>) -> Vec<&OperatorGroup> {
-        positions
-            .into_iter()
-            .filter_map(|at| self.groups.get(at))
-            .collect()
+                positions
+            },
+            |group| group.provided_apis().intersects(apis),
+        )
     }
 }
 
 /// Every OperatorGroup: one list call per request, whatever the cluster
-/// size (decoded once per batch).
+/// size (kept once per batch).
 pub(super) fn list_operator_groups(
     cluster: &dyn Cluster,
 ) -> Result<Rc<OperatorGroups>, ContextError> {
     // What the rule reads of a group: its spec (targets, selector, static
     // APIs), its status (synced namespaces) and its `olm.providedAPIs`
     // annotation, which a mask always keeps with the rest of metadata.
-    cluster.list_all_shared(
+    cluster.list_all_read(
         &ListAllResourcesRequest::new(OPERATOR_GROUP_API_VERSION, OPERATOR_GROUP_KIND)
             .field_masks(["spec", "status"]),
-        OperatorGroups::new,
+        |answer| Ok(OperatorGroups::new(answer)),
     )
 }
 
@@ -124,8 +169,41 @@ pub(super) fn namespaces_unavailable(error: ContextError) -> Verdict {
 /// often share a selector, so each distinct one is matched once.
 pub(super) struct NamespaceList<'c> {
     cluster: &'c dyn Cluster,
-    listed: OnceCell<Rc<Vec<Namespace>>>,
+    listed: OnceCell<Rc<Namespaces>>,
     selected: RefCell<HashMap<String, Vec<String>>>,
+}
+
+/// The Namespaces as the host answered, and (when the answer is shared by
+/// the evaluations of a batch) every one read.
+struct Namespaces {
+    answer: ListAnswer,
+    read: IndexedOnReuse<Result<Vec<Namespace>, ContextError>>,
+}
+
+impl Namespaces {
+    /// The names `selector` matches, in list order: one pass over the
+    /// answer, or over the namespaces read once the answer is used again.
+    fn select(&self, selector: &Selector) -> Result<Vec<String>, ContextError> {
+        let read = self.read.get(|| {
+            let mut namespaces = Vec::new();
+            self.answer
+                .each(|listed: ListedNamespace<'_>| namespaces.push(listed.to_namespace()))?;
+            Ok(namespaces)
+        });
+        match read {
+            Some(Ok(namespaces)) => Ok(select_namespaces(selector, namespaces)),
+            Some(Err(error)) => Err(error.clone()),
+            None => {
+                let mut names = Vec::new();
+                self.answer.each(|listed: ListedNamespace<'_>| {
+                    if listed.selected_by(selector) {
+                        names.push(listed.name().to_string());
+                    }
+                })?;
+                Ok(names)
+            }
+        }
+    }
 }
 
 impl<'c> NamespaceList<'c> {
@@ -137,16 +215,21 @@ impl<'c> NamespaceList<'c> {
         }
     }
 
-    fn get(&self) -> Result<&[Namespace], ContextError> {
+    fn get(&self) -> Result<&Namespaces, ContextError> {
         if let Some(listed) = self.listed.get() {
             return Ok(listed);
         }
         let listed = self
             .cluster
             // Selectors read labels only: metadata, no spec or status.
-            .list_all_shared(
+            .list_all_read(
                 &ListAllResourcesRequest::new("v1", "Namespace").field_masks(["metadata"]),
-                |namespaces: Vec<Namespace>| namespaces,
+                |answer| {
+                    Ok(Namespaces {
+                        answer,
+                        read: IndexedOnReuse::new(),
+                    })
+                },
             )?;
         Ok(self.listed.get_or_init(|| listed))
     }
@@ -157,7 +240,7 @@ impl<'c> NamespaceList<'c> {
         if let Some(names) = self.selected.borrow().get(&key) {
             return Ok(names.clone());
         }
-        let names = select_namespaces(selector, self.get()?);
+        let names = self.get()?.select(selector)?;
         self.selected.borrow_mut().insert(key, names.clone());
         Ok(names)
     }

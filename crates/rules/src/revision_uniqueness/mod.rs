@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::common::read_or_bad_request;
-use survey::{GroupSurvey, list_all};
+use survey::{GroupSurvey, siblings};
 
 /// The settings of revision-uniqueness (*Settings* in its README).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +29,13 @@ pub struct Settings {
     /// Names as `<group>-<revision>`, as operator-controller already names
     /// the revisions of a ClusterExtension (`<extension>-<N>`).
     pub require_name_suffix: bool,
+    /// Rule 4 lists only the ClusterObjectSets labelled with the group's
+    /// name (`olm.operatorframework.io/owner-name=<group>`, a label
+    /// selector) instead of every one: for clusters whose revisions all
+    /// carry the label, as operator-controller labels every revision it
+    /// creates. A revision grouped by `spec.group` alone is then not seen,
+    /// and policy-server keeps a watch per group (the README's settings).
+    pub list_by_owner_label: bool,
 }
 
 impl PolicySettings for Settings {}
@@ -96,11 +103,11 @@ fn validate_write(
     }
 
     // Rule 4's one list and one pass.
-    let others = match list_all(cluster) {
-        Ok(others) => others,
+    let siblings = match siblings(cluster, group, settings) {
+        Ok(siblings) => siblings,
         Err(error) => return Verdict::context_unavailable(&messages::list_what(group), error),
     };
-    let survey = GroupSurvey::of(&others, group, cos.name(), revision);
+    let survey = GroupSurvey::of(&siblings, cos.name(), revision);
 
     // Rule 5 (and rule 6 on the number it assigns).
     let Some(revision) = revision else {

@@ -7,7 +7,7 @@ use olm_guard_olm::cluster_object_set::ClusterObjectSet;
 use super::Settings;
 use super::messages;
 use super::naming::NameProblem;
-use super::survey::{GroupSurvey, list_all};
+use super::survey::{GroupSurvey, siblings};
 
 /// Whether an UPDATE leaves the object in the (group, revision) slot the
 /// stored object already had. An old object that cannot be read proves
@@ -47,9 +47,9 @@ pub(super) fn unchanged_slot(
     {
         warnings.push(messages::kept_misnamed(&name));
     }
-    match list_all(cluster) {
-        Ok(others) => {
-            if let Some(clash) = GroupSurvey::of(&others, group, cos.name(), Some(revision)).clash {
+    match siblings(cluster, group, settings) {
+        Ok(siblings) => {
+            if let Some(clash) = GroupSurvey::of(&siblings, cos.name(), Some(revision)).clash {
                 warnings.push(messages::kept_duplicate(cos, group, revision, clash));
             }
         }

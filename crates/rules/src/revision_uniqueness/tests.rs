@@ -72,6 +72,7 @@ fn with(auto: bool, suffix: bool) -> Settings {
     Settings {
         auto_increment_revision: auto,
         require_name_suffix: suffix,
+        ..Settings::default()
     }
 }
 
@@ -289,6 +290,37 @@ fn rule4_lists_once_and_fails_closed() {
     );
     assert_denied(&verdict, &["ClusterObjectSets", "fails closed"]);
     assert_eq!(verdict.code, Some(500));
+}
+
+/// `listByOwnerLabel` asks for the group's labelled revisions only: the
+/// same verdicts where every revision carries the label, and, as its
+/// README says, no sight of a sibling grouped by `spec.group` alone.
+#[test]
+fn rule4_by_owner_label_lists_the_group_only() {
+    let by_label = Settings {
+        list_by_owner_label: true,
+        ..Settings::default()
+    };
+    let snapshot = cluster();
+    let counting = Probe::new(&snapshot);
+    let duplicate = labelled("argocd-operator-3", "argocd-operator", 2, "Active");
+    let verdict = validate(&create(duplicate.clone()), &by_label, &counting);
+    assert_eq!(verdict, run(&create(duplicate)));
+    assert!(!verdict.allowed);
+    assert_eq!(
+        counting.list_all_requests.borrow()[0],
+        ListAllResourcesRequest::new("olm.operatorframework.io/v1", "ClusterObjectSet")
+            .field_masks(["spec.group", "spec.revision", "spec.lifecycleState"])
+            .label_selector(format!("{OWNER_NAME_LABEL}=argocd-operator"))
+    );
+    // widget's revisions carry spec.group but no label.
+    let clash = cos(
+        "widget-again",
+        json!({"group": "widget", "revision": 3}),
+        json!({}),
+    );
+    assert!(!run(&create(clash.clone())).allowed);
+    assert!(validate(&create(clash), &by_label, &cluster()).allowed);
 }
 
 #[test]

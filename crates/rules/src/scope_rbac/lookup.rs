@@ -5,6 +5,7 @@ use olm_guard_core::protocol::{GetResourceRequest, ListAllResourcesRequest};
 use olm_guard_core::{Cluster, ClusterExt, ContextError, ObjectMeta, UserInfo};
 use olm_guard_olm::scope::{self, SCOPE_TEMPLATE};
 use olm_guard_rbac::PolicyRule;
+use olm_guard_rbac::cluster::Wanted;
 use serde_json::Value;
 
 /// The template a ScopeInstance names, in the instance's own API group, or
@@ -50,7 +51,12 @@ pub(super) fn rules_held(
     user: &UserInfo,
     namespace: &str,
 ) -> Result<Vec<PolicyRule>, ContextError> {
-    Ok(olm_guard_rbac::cluster::load(cluster, namespace)?.rules_for(user, namespace))
+    let wanted = Wanted {
+        user,
+        selected_by: &[],
+        aggregated: false,
+    };
+    Ok(olm_guard_rbac::cluster::load(cluster, namespace, &wanted)?.rules_for(user, namespace))
 }
 
 pub(super) fn rbac_lookup(namespace: &str) -> String {
