@@ -20,8 +20,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 use serde_json::{Value, json};
 
@@ -61,35 +61,10 @@ fn grant(cluster: &TestCluster, name: &str, rules: Value, subject: (&str, &str))
     );
 }
 
-/// The compile cache the tests share, kept when HOME is replaced.
-fn compile_cache() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("olm-guard/compiled")
-}
-
-/// `olm-guard` with `args` in `home` (its ~/.kube/config, if any), no
-/// KUBECONFIG unless `env` sets one.
-fn olm_guard_in(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
-        .current_dir(common::root())
-        .env_remove("KUBECONFIG")
-        .env("HOME", home)
-        .env("OLM_GUARD_DIST", common::dist())
-        .env("OLM_GUARD_COMPILE_CACHE_DIR", compile_cache())
-        .env("NO_COLOR", "1")
-        .envs(env.iter().copied())
-        .args(args)
-        .output()
-        .expect("olm-guard runs")
-}
-
-/// [`olm_guard_in`] in a HOME without a kubeconfig.
+/// [`common::olm_guard_at_home`] in a HOME without a kubeconfig.
 fn olm_guard(args: &[&str], env: &[(&str, &str)]) -> Output {
     let home = tempfile::tempdir().unwrap();
-    olm_guard_in(home.path(), args, env)
+    common::olm_guard_at_home(home.path(), args, env)
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -165,7 +140,7 @@ fn run_reads_the_cluster_kubectl_would_choose_and_stored_objects_are_updates() {
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(home.path().join(".kube")).unwrap();
     std::fs::copy(bob, home.path().join(".kube/config")).unwrap();
-    let by_home = responses(&olm_guard_in(
+    let by_home = responses(&common::olm_guard_at_home(
         home.path(),
         &[
             "run",

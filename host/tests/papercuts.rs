@@ -19,46 +19,19 @@
 //!   closed pipe that ends the command quietly, and help texts that list the
 //!   RBAC a live cluster needs.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
 mod common;
-use common::{CATALOG_SOURCE, dist, json_items, root, text, write};
+use common::{
+    CATALOG_SOURCE, compile_cache, dist, json_items, olm_guard_at_home, root, text, write,
+};
 
-/// The compile cache the tests share, kept when HOME is replaced (each
-/// command would otherwise compile every module again).
-fn compile_cache() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("olm-guard/compiled")
-}
-
-/// `olm-guard` in the repository with `args` and `env`, as a user with no
-/// kubeconfig at all: no KUBECONFIG, and a HOME without ~/.kube/config
-/// (`home`), unless `env` sets them.
-fn olm_guard_with(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let dist = dist();
-    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
-        .current_dir(root())
-        .env_remove("KUBECONFIG")
-        .env("HOME", home)
-        .env("OLM_GUARD_DIST", &dist)
-        .env("OLM_GUARD_COMPILE_CACHE_DIR", compile_cache())
-        .env("NO_COLOR", "1")
-        .envs(env.iter().copied())
-        .args(args)
-        .output()
-        .expect("olm-guard runs")
-}
-
-/// [`olm_guard_with`] in a HOME of its own, with no kubeconfig.
+/// [`common::olm_guard_at_home`] in a HOME of its own, with no kubeconfig.
 fn olm_guard(args: &[&str]) -> Output {
     let home = tempfile::tempdir().unwrap();
-    olm_guard_with(home.path(), args, &[])
+    olm_guard_at_home(home.path(), args, &[])
 }
 
 const OPERATOR_GROUP: &str = "apiVersion: operators.coreos.com/v1
@@ -117,7 +90,7 @@ fn a_module_that_reads_the_cluster_is_never_judged_against_an_empty_one_unasked(
     // empty cluster.
     let home = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.yaml");
-    let stderr = common::refused(&olm_guard_with(
+    let stderr = common::refused(&olm_guard_at_home(
         home.path(),
         &["run", "og-intersection", "--object", &og],
         &[("KUBECONFIG", missing.to_str().unwrap())],
@@ -131,7 +104,7 @@ fn a_module_that_reads_the_cluster_is_never_judged_against_an_empty_one_unasked(
     );
     std::fs::create_dir_all(home.path().join(".kube")).unwrap();
     std::fs::write(home.path().join(".kube/config"), CATALOG_SOURCE).unwrap();
-    let stderr = common::refused(&olm_guard_with(
+    let stderr = common::refused(&olm_guard_at_home(
         home.path(),
         &["run", "og-intersection", "--object", &og],
         &[],
@@ -148,7 +121,7 @@ fn a_module_that_reads_the_cluster_is_never_judged_against_an_empty_one_unasked(
         "apiVersion: operators.coreos.com/v1\nkind: OperatorGroup\n\
          metadata: {name: first, namespace: team-a}\nspec: {targetNamespaces: [team-a]}\n",
     );
-    let offline = olm_guard_with(
+    let offline = olm_guard_at_home(
         home.path(),
         &[
             "run",
@@ -165,7 +138,7 @@ fn a_module_that_reads_the_cluster_is_never_judged_against_an_empty_one_unasked(
     let review = &json_items(common::succeeds(&offline).as_bytes())[0];
     assert_eq!(review["response"]["allowed"], false, "{review}");
     // --no-cluster reads no kubeconfig either.
-    let empty = olm_guard_with(
+    let empty = olm_guard_at_home(
         home.path(),
         &["run", "og-intersection", "--object", &og, "--no-cluster"],
         &[("KUBECONFIG", missing.to_str().unwrap())],
@@ -458,12 +431,14 @@ fn an_audit_leaves_out_what_the_cluster_manages_and_sums_skips_up_by_reason() {
     assert_eq!(all["systemObjectsLeftOut"], 0);
 }
 
-/// RBAC that grants `manage` on `clusterobjectsets/groups` to the groups
-/// the API server gives: every authenticated user, and the service
-/// accounts of `installers`.
-const GROUP_RBAC: &str = "apiVersion: rbac.authorization.k8s.io/v1
+/// RBAC that grants `manage` on `clusterobjectsets/groups` to `group`, one
+/// of the groups the API server gives (every authenticated user, the
+/// service accounts of a namespace).
+fn manage_rbac_for(group: &str) -> String {
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
-metadata: {name: manage-every-group}
+metadata: {{name: manage-every-group}}
 rules:
 - apiGroups: [olm.operatorframework.io]
   resources: [clusterobjectsets/groups]
@@ -471,27 +446,13 @@ rules:
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
-metadata: {name: authenticated-manage}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: manage-every-group}
+metadata: {{name: group-manages}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: manage-every-group}}
 subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: system:authenticated}
-";
-
-const SA_RBAC: &str = "apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: manage-every-group}
-rules:
-- apiGroups: [olm.operatorframework.io]
-  resources: [clusterobjectsets/groups]
-  verbs: [manage]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: installers-manage}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: manage-every-group}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: 'system:serviceaccounts:installers'}
-";
+- {{apiGroup: rbac.authorization.k8s.io, kind: Group, name: '{group}'}}
+"
+    )
+}
 
 const REVISION: &str = "apiVersion: olm.operatorframework.io/v1
 kind: ClusterObjectSet
@@ -503,11 +464,14 @@ spec: {group: widgets, revision: 1, lifecycleState: Active}
 fn as_a_user_is_the_same_user_in_run_and_audit_in_the_groups_the_server_gives() {
     let dir = tempfile::tempdir().unwrap();
     let revision = write(dir.path(), "cos.yaml", REVISION);
-    for (rbac, user) in [
-        (GROUP_RBAC, "alice"),
-        (SA_RBAC, "system:serviceaccount:installers:deployer"),
+    for (group, user) in [
+        ("system:authenticated", "alice"),
+        (
+            "system:serviceaccounts:installers",
+            "system:serviceaccount:installers:deployer",
+        ),
     ] {
-        let rbac = write(dir.path(), "rbac.yaml", rbac);
+        let rbac = write(dir.path(), "rbac.yaml", &manage_rbac_for(group));
         let run = olm_guard(&[
             "run",
             "group-authorization",
@@ -551,7 +515,11 @@ fn as_a_user_is_the_same_user_in_run_and_audit_in_the_groups_the_server_gives() 
         );
     }
     // The trace shows what the module was asked about: the same groups.
-    let rbac = write(dir.path(), "rbac.yaml", GROUP_RBAC);
+    let rbac = write(
+        dir.path(),
+        "rbac.yaml",
+        &manage_rbac_for("system:authenticated"),
+    );
     let traced = olm_guard(&[
         "run",
         "group-authorization",
@@ -738,7 +706,7 @@ fn flags_and_errors_name_what_to_do() {
     // A KUBECONFIG that names no file.
     let home = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.yaml");
-    let stderr = common::refused(&olm_guard_with(
+    let stderr = common::refused(&olm_guard_at_home(
         home.path(),
         &["audit"],
         &[("KUBECONFIG", missing.to_str().unwrap())],

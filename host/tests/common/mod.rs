@@ -25,6 +25,33 @@ pub fn olm_guard(args: &[&str]) -> Output {
         .expect("olm-guard runs")
 }
 
+/// The compile cache the tests share, kept when a test replaces HOME (each
+/// command would otherwise compile every module again).
+pub fn compile_cache() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("olm-guard/compiled")
+}
+
+/// `olm-guard` in the repository with `args` and `env`, as a user whose
+/// HOME is `home` (its ~/.kube/config, if any) and who has no KUBECONFIG,
+/// unless `env` sets them.
+pub fn olm_guard_at_home(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+        .current_dir(root())
+        .env_remove("KUBECONFIG")
+        .env("HOME", home)
+        .env("OLM_GUARD_DIST", dist())
+        .env("OLM_GUARD_COMPILE_CACHE_DIR", compile_cache())
+        .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
+        .args(args)
+        .output()
+        .expect("olm-guard runs")
+}
+
 /// `command` run with `stdin` written to it and its output captured. The
 /// input is written on a thread of its own, so that a process that answers
 /// before reading all of it cannot block the test; a run that never reads
