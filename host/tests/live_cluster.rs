@@ -253,11 +253,8 @@ const OBJECTS: usize = 2150;
 fn populate(cluster: &TestCluster) -> usize {
     let objects = olm_guard_bench::stored::olm_objects(OBJECTS);
     cluster
-        .add_namespaces_of(&objects, &mut Changes::default())
-        .expect("their Namespaces are created");
-    cluster
-        .create_all(&objects, 16)
-        .expect("every object is stored");
+        .store_all(&objects, 16)
+        .expect("every object is stored, in its Namespace");
     objects.len()
 }
 
@@ -465,11 +462,8 @@ fn an_audit_whose_server_stops_midway_reports_nothing_as_complete() {
         .collect();
     assert!(catalogs.len() >= 400);
     cluster
-        .add_namespaces_of(&catalogs, &mut Changes::default())
-        .expect("their Namespaces are created");
-    cluster
-        .create_all(&catalogs, 16)
-        .expect("every object is stored");
+        .store_all(&catalogs, 16)
+        .expect("every object is stored, in its Namespace");
     let output = audit_stopped_midway(&mut cluster, &["-o", "json"]);
     let line = refused_in_one_line(
         &output,
@@ -617,12 +611,8 @@ fn run_with_several_modules_reads_the_live_cluster_once() {
         "spec": {"targetNamespaces": ["team-x"]},
     });
     cluster
-        .add_namespaces_of(std::slice::from_ref(&existing), &mut Changes::default())
-        .expect("Namespace team-x");
-    cluster
-        .create(&existing)
-        .expect("answered")
-        .expect("stored");
+        .store_all(std::slice::from_ref(&existing), 1)
+        .expect("stored, in Namespace team-x");
     let manifest = cluster.dir().join("second.yaml");
     std::fs::write(
         &manifest,

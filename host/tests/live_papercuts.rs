@@ -25,7 +25,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-use olm_guard_kube_harness::cluster::{Changes, TestCluster};
+use olm_guard_kube_harness::cluster::TestCluster;
 
 /// A cluster serving OLM's CRDs (no ClusterServiceVersion: its kind stays
 /// unserved, as on a cluster without OLM v0).
@@ -36,14 +36,8 @@ fn cluster() -> TestCluster {
 /// Stores `objects` as the administrator, their Namespaces first.
 fn store(cluster: &TestCluster, objects: &[Value]) {
     cluster
-        .add_namespaces_of(objects, &mut Changes::default())
-        .expect("the Namespaces are created");
-    for object in objects {
-        cluster
-            .create(object)
-            .expect("answered")
-            .unwrap_or_else(|refusal| panic!("{object}: {refusal:?}"));
-    }
+        .store_all(objects, 1)
+        .unwrap_or_else(|e| panic!("{objects:?}: {e}"));
 }
 
 /// A ClusterRole of `rules` bound to `subject` (`User`/`Group`, name).

@@ -5,6 +5,23 @@
 //! `findings`, `registry`, `verification`, `limits`, `session`); `tests/layout.rs`
 //! holds it so.
 
+/// The kinds the six modules of olm-guard judge and read, by API group, as
+/// the help of `audit` and `snapshot` lists the RBAC they need on a live
+/// cluster (one list, so the two cannot drift apart). A literal, for
+/// `concat!` in a `#[command]` attribute; defined before the commands so
+/// that they see it.
+macro_rules! modules_kinds_help {
+    () => {
+        "  operators.coreos.com: catalogsources, clusterserviceversions, operatorgroups,
+    scopeinstances, scopetemplates
+  operators.io.operator-framework: scopeinstances, scopetemplates
+  olm.operatorframework.io: clusterobjectsets
+  rbac.authorization.k8s.io: clusterrolebindings, clusterroles, rolebindings, roles
+  core: namespaces
+"
+    };
+}
+
 pub mod annotate;
 pub mod audit;
 pub mod bench;

@@ -16,7 +16,7 @@ use crate::output::count;
 use crate::registry::RegistryArgs;
 
 #[derive(Args)]
-#[command(after_long_help = "\
+#[command(after_long_help = concat!("\
 Which kinds: those the modules' admission rules cover (the objects an audit
 judges), those their metadata lets them read (contextAwareResources), and the
 RBAC kinds when a module calls kubernetes/can_i (a snapshot answers can_i from
@@ -34,18 +34,12 @@ Examples:
 
 Needs from RBAC: list, at the cluster scope (every namespace), on every kind
 written; for the six modules of olm-guard:
-  operators.coreos.com: catalogsources, clusterserviceversions, operatorgroups,
-    scopeinstances, scopetemplates
-  operators.io.operator-framework: scopeinstances, scopetemplates
-  olm.operatorframework.io: clusterobjectsets
-  rbac.authorization.k8s.io: clusterrolebindings, clusterroles, rolebindings, roles
-  core: namespaces
-Each is checked first (SelfSubjectAccessReviews, as `kubectl auth can-i`
+", modules_kinds_help!(), "Each is checked first (SelfSubjectAccessReviews, as `kubectl auth can-i`
 asks), and every one missing is named at once.
 
 Exit codes: 0 written; 2 the cluster could not be read (kubeconfig,
 connection, credentials, a permission the user lacks, timeout: nothing is
-written), or a module or file could not be read.")]
+written), or a module or file could not be read."))]
 pub struct SnapshotArgs {
     /// The modules whose kinds to read: names in the module directory
     /// (--dist), .wasm paths, or `all` (the default: every module there).

@@ -23,7 +23,7 @@ use clap::Parser;
 use serde_json::Value;
 
 use olm_guard_bench::{Samples, machine, stored};
-use olm_guard_kube_harness::cluster::{Changes, TestCluster};
+use olm_guard_kube_harness::cluster::TestCluster;
 
 #[derive(Parser)]
 #[command(
@@ -120,8 +120,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         )?,
     ])?;
     let objects = stored::olm_objects(args.objects);
-    cluster.add_namespaces_of(&objects, &mut Changes::default())?;
-    cluster.create_all(&objects, 16)?;
+    cluster.store_all(&objects, 16)?;
     let kubeconfig = cluster.kubeconfig().display().to_string();
     let dump = cluster.dir().join("dump.yaml");
     let taken = Command::new(&args.olm_guard)

@@ -9,7 +9,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
-use super::{CRDS, ClusterError, READY_WITHIN, Refusal, TestCluster, request_error};
+use super::{CRDS, Changes, ClusterError, READY_WITHIN, Refusal, TestCluster, request_error};
 
 impl TestCluster {
     /// Creates the CRDs and waits until each is Established and its group
@@ -287,6 +287,16 @@ impl TestCluster {
             &PatchParams::default(),
             &Patch::<()>::Json(patch),
         )))
+    }
+
+    /// Stores `objects` as a test's starting cluster: the Namespaces they
+    /// live in that neither they nor the cluster hold
+    /// ([`TestCluster::add_namespaces_of`], not recorded for undoing),
+    /// then every object ([`TestCluster::create_all`], `parallel` requests
+    /// at a time, in order when 1).
+    pub fn store_all(&self, objects: &[Value], parallel: usize) -> Result<(), ClusterError> {
+        self.add_namespaces_of(objects, &mut Changes::default())?;
+        self.create_all(objects, parallel)
     }
 
     /// Creates many objects, `parallel` requests at a time; every one must

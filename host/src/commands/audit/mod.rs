@@ -33,7 +33,7 @@ const EXIT_VIOLATION: u8 = 1;
 const EXIT_UNUSABLE: u8 = 2;
 
 #[derive(Args)]
-#[command(after_long_help = "\
+#[command(after_long_help = concat!("\
 Examples:
   olm-guard audit                                   # the cluster of the current kubeconfig context
   olm-guard audit og-intersection catalog-union --context prod   # two modules, not all
@@ -93,13 +93,7 @@ each with its count (-o json lists every result).
 Needs from RBAC (a live cluster): list, at the cluster scope (every
 namespace), on every kind the modules judge and read; for the six modules of
 olm-guard:
-  operators.coreos.com: catalogsources, clusterserviceversions, operatorgroups,
-    scopeinstances, scopetemplates
-  operators.io.operator-framework: scopeinstances, scopetemplates
-  olm.operatorframework.io: clusterobjectsets
-  rbac.authorization.k8s.io: clusterrolebindings, clusterroles, rolebindings, roles
-  core: namespaces
-and, with --as, create on subjectaccessreviews.authorization.k8s.io for the
+", modules_kinds_help!(), "and, with --as, create on subjectaccessreviews.authorization.k8s.io for the
 modules that call can_i (aggregation-escalation, group-authorization,
 scope-rbac); without --as they create none. Each permission is checked first
 (SelfSubjectAccessReviews, as `kubectl auth can-i` asks), and every one
@@ -112,7 +106,7 @@ Exit codes:
      empty --cluster file (without --allow-empty), settings a module
      refuses, a --settings for no module, a cluster that cannot be read
      (kubeconfig, connection, credentials, timeout), a permission the
-     kubeconfig's user lacks (each named), or invalid arguments")]
+     kubeconfig's user lacks (each named), or invalid arguments"))]
 pub struct AuditArgs {
     /// The modules to audit with: names in the module directory (--dist),
     /// .wasm files or registry references; `all` (the default) for every
