@@ -188,6 +188,15 @@ fn kind_target(api_version: &str, kind: &str) -> String {
     format!("{api_version}/{kind}")
 }
 
+/// What a namespaced list names in a failure: `v1/Role in namespace "x"`.
+fn namespaced_target(request: &ListResourcesByNamespaceRequest) -> String {
+    format!(
+        "{} in namespace \"{}\"",
+        kind_target(&request.api_version, &request.kind),
+        request.namespace
+    )
+}
+
 /// Typed conveniences over [`Cluster`]; every rule uses these.
 pub trait ClusterExt: Cluster {
     /// [`Cluster::list_all`], decoded.
@@ -225,15 +234,7 @@ pub trait ClusterExt: Cluster {
         request: &ListAllResourcesRequest,
         read: impl FnOnce(ListAnswer) -> Result<D, ContextError>,
     ) -> Result<Rc<D>, ContextError> {
-        let make = || {
-            let bytes = self.list_all(request)?;
-            read(ListAnswer::new(
-                bytes,
-                format!("listing {}", request.kind),
-                Capability::ListAll,
-                kind_target(&request.api_version, &request.kind),
-            ))
-        };
+        let make = || read(self.list_all_answer(request)?);
         // The request's JSON is the whole key: kind, selectors, masks.
         match (self.shared_answers(), serde_json::to_string(request)) {
             (Some(shared), Ok(key)) => {
@@ -267,11 +268,7 @@ pub trait ClusterExt: Cluster {
         request: &ListResourcesByNamespaceRequest,
         read: impl FnOnce(ListAnswer) -> Result<D, ContextError>,
     ) -> Result<D, ContextError> {
-        let target = format!(
-            "{} in namespace \"{}\"",
-            kind_target(&request.api_version, &request.kind),
-            request.namespace
-        );
+        let target = namespaced_target(request);
         let bytes = self.list_by_namespace(request)?;
         read(ListAnswer::new(
             bytes,
@@ -286,11 +283,7 @@ pub trait ClusterExt: Cluster {
         &self,
         request: &ListResourcesByNamespaceRequest,
     ) -> Result<Vec<T>, ContextError> {
-        let target = format!(
-            "{} in namespace \"{}\"",
-            kind_target(&request.api_version, &request.kind),
-            request.namespace
-        );
+        let target = namespaced_target(request);
         let bytes = self.list_by_namespace(request)?;
         let what = format!("listing {}", request.kind);
         Ok(decode::<ListOf<T>>(&bytes, &what, Capability::ListByNamespace, target)?.items)
