@@ -239,4 +239,21 @@ impl Live {
             })?
             .map_err(|e| classify(&self.server, what, e))
     }
+
+    /// Builds a request with `build` ([`kube::core::Request`]'s builders)
+    /// and [`Live::call`]s it, the answer read as JSON; a request that
+    /// cannot be built is a client error naming `what`.
+    pub(crate) fn send<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &str,
+        build: impl FnOnce() -> Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    ) -> Result<T, LiveError> {
+        let request = build().map_err(|e| LiveError::Client {
+            server: self.server.clone(),
+            what: what.to_string(),
+            reason: e.to_string(),
+        })?;
+        let client = self.client.clone();
+        self.call(what, async move { client.request::<T>(request).await })
+    }
 }

@@ -116,13 +116,7 @@ impl Live {
                     items.len()
                 )
             };
-            let request = collection.list(&params).map_err(|e| LiveError::Client {
-                server: self.server().to_string(),
-                what: what.clone(),
-                reason: e.to_string(),
-            })?;
-            let client = self.client.clone();
-            let mut list: Value = self.call(&what, async move { client.request(request).await })?;
+            let mut list: Value = self.send(&what, || collection.list(&params))?;
             if let Some(page_items) = list.get_mut("items").and_then(Value::as_array_mut) {
                 items.append(page_items);
             }

@@ -66,30 +66,26 @@ impl Live {
                 .unwrap_or_default();
             let collection = Request::new(resource.collection(namespace));
             let what = format!("writing {} {name}", resource.qualified());
-            let get = self.build(&what, || collection.get(name, &Default::default()))?;
-            let client = self.client.clone();
-            let stored = match self.call(&what, async move { client.request::<Value>(get).await }) {
-                Ok(stored) => Some(stored),
-                Err(e) if e.code() == Some(404) => None,
-                Err(e) => return Err(e),
-            };
-            let client = self.client.clone();
+            let stored =
+                match self.send::<Value>(&what, || collection.get(name, &Default::default())) {
+                    Ok(stored) => Some(stored),
+                    Err(e) if e.code() == Some(404) => None,
+                    Err(e) => return Err(e),
+                };
             match stored {
                 None => {
-                    let create = self.build(&what, || {
+                    self.send::<Value>(&what, || {
                         collection.create(&PostParams::default(), to_vec(report)?)
                     })?;
-                    self.call(&what, async move { client.request::<Value>(create).await })?;
                     written.created += 1;
                 }
                 Some(stored) => {
                     let mut replacement = report.clone();
                     replacement["metadata"]["resourceVersion"] =
                         stored["metadata"]["resourceVersion"].clone();
-                    let replace = self.build(&what, || {
+                    self.send::<Value>(&what, || {
                         collection.replace(name, &PostParams::default(), to_vec(&replacement)?)
                     })?;
-                    self.call(&what, async move { client.request::<Value>(replace).await })?;
                     written.updated += 1;
                 }
             }
@@ -134,30 +130,15 @@ impl Live {
                     resource.qualified(),
                     namespace.map(|n| format!(" in {n}")).unwrap_or_default()
                 );
-                let delete = self.build(&what, || {
+                self.send::<Value>(&what, || {
                     collection.delete_collection(
                         &DeleteParams::default(),
                         &ListParams::default().labels(&selector),
                     )
                 })?;
-                let client = self.client.clone();
-                self.call(&what, async move { client.request::<Value>(delete).await })?;
             }
         }
         Ok(deleted)
-    }
-
-    /// A request built by `build`, or a client error naming `what`.
-    fn build(
-        &self,
-        what: &str,
-        build: impl FnOnce() -> Result<http::Request<Vec<u8>>, kube::core::request::Error>,
-    ) -> Result<http::Request<Vec<u8>>, LiveError> {
-        build().map_err(|e| LiveError::Client {
-            server: self.server().to_string(),
-            what: what.to_string(),
-            reason: e.to_string(),
-        })
     }
 }
 
