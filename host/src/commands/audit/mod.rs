@@ -319,12 +319,17 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("{failure}; the audit is incomplete, so no report is printed");
     }
     let run_id = report::run_id();
-    let reports = || report::reports(&audit, &findings, args.report_kind, &run_id);
+    // Built once: the reports written into the cluster and the ones printed
+    // are the same objects, down to the timestamp (two builds a second
+    // apart would differ).
+    let built = std::cell::OnceCell::new();
+    let reports =
+        || built.get_or_init(|| report::reports(&audit, &findings, args.report_kind, &run_id));
     if let (Some(session), Some(target)) = (&session, &report_target) {
         let reports = reports();
         let owner = format!("{}={}", report::OWNER.0, report::OWNER.1);
         let run = format!("{}={run_id}", report::RUN_LABEL);
-        let written = session.write_reports(target, &reports, &owner, &run)?;
+        let written = session.write_reports(target, reports, &owner, &run)?;
         eprintln!(
             "olm-guard audit: wrote {} into {} ({} created, {} updated); deleted {} of an earlier \
              audit",
@@ -361,7 +366,7 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         Output::Json => write_json(&mut out, &to_json(&audit, &findings))?,
         Output::Yaml => write_yaml(&mut out, &to_json(&audit, &findings))?,
         Output::Html => html::write(&mut out, &audit, &findings)?,
-        Output::Report => report::write(&mut out, &reports())?,
+        Output::Report => report::write(&mut out, reports())?,
     }
     out.flush()?;
     if left_out > 0 && !matches!(args.output, Output::Table | Output::Text) {
