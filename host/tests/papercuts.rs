@@ -656,6 +656,8 @@ fn run_json_of_one_object_is_its_review_and_of_several_a_list_naming_each() {
         for key in ["policy", "source", "operation", "object"] {
             assert_eq!(a[key], b[key], "{key}");
         }
+        // The same request, so the same uid: one per document.
+        assert_eq!(a["response"]["uid"], b["response"]["uid"]);
     }
 }
 

@@ -320,6 +320,7 @@ pub fn admit_all(
     let mut state = Admission {
         modules,
         options,
+        several: documents.len() > 1,
         report: Report {
             pairs: Vec::new(),
             unrouted: Vec::new(),
@@ -466,6 +467,9 @@ pub fn bundle_documents(
 struct Admission<'a> {
     modules: &'a [Module<'a>],
     options: &'a Options,
+    /// More than one document: each request gets its own uid, as the API
+    /// server gives each request its own (and `run MODULE` numbers them).
+    several: bool,
     report: Report,
 }
 
@@ -502,7 +506,7 @@ impl Admission<'_> {
             _ => None,
         };
         let old_object = self.options.old_object.clone().or(stored);
-        let request = admission::request_for_object(ObjectRequest {
+        let mut request = admission::request_for_object(ObjectRequest {
             object: Some(object),
             old_object,
             operation: self.options.operation.clone(),
@@ -513,6 +517,12 @@ impl Admission<'_> {
             document: document.clone(),
             source,
         })?;
+        if self.several
+            && let Some(map) = request.as_object_mut()
+        {
+            let number = self.report.order.len() + 1;
+            map.insert("uid".into(), format!("olm-guard-run-{number}").into());
+        }
         // A DELETE names its object in oldObject.
         let named = request
             .get("object")
