@@ -152,3 +152,96 @@ fn bench_says_what_it_runs_and_warns_on_a_debug_build() {
     assert!(table.contains("whole process, median of 2"), "{table}");
     assert!(table.contains("compile cache warm"), "{table}");
 }
+
+/// The RBAC `audit --help` and `snapshot --help` tell a user to grant is
+/// written out by hand (a literal, for clap's attribute): it must name
+/// exactly the kinds the modules judge (their metadata's `rules`) and read
+/// (their `contextAwareResources`), so that a new or changed module cannot
+/// leave the help behind.
+#[test]
+fn the_rbac_the_help_asks_for_is_what_the_modules_judge_and_read() {
+    use std::collections::BTreeSet;
+    let mut wanted: BTreeSet<(String, String)> = BTreeSet::new();
+    let policies = root().join("policies");
+    for entry in std::fs::read_dir(&policies).unwrap() {
+        let path = entry.unwrap().path().join("metadata.yml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let metadata: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+        let strings = |value: &serde_yaml_ng::Value| -> Vec<String> {
+            value
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        };
+        for rule in metadata["rules"].as_sequence().into_iter().flatten() {
+            for group in strings(&rule["apiGroups"]) {
+                for resource in strings(&rule["resources"]) {
+                    wanted.insert((group.clone(), resource));
+                }
+            }
+        }
+        for read in metadata["contextAwareResources"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+        {
+            let api_version = read["apiVersion"].as_str().unwrap();
+            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            // Every kind the modules read has a regular plural.
+            let resource = format!("{}s", read["kind"].as_str().unwrap().to_lowercase());
+            wanted.insert((group.to_string(), resource));
+        }
+    }
+    let wanted: BTreeSet<(String, String)> = wanted
+        .into_iter()
+        .map(|(group, resource)| {
+            let group = if group.is_empty() {
+                "core".into()
+            } else {
+                group
+            };
+            (group, resource)
+        })
+        .collect();
+    for (command, before, after) in [
+        (
+            "audit",
+            "for the six modules of\nolm-guard:\n",
+            "and, with --as",
+        ),
+        (
+            "snapshot",
+            "for the six modules of olm-guard:\n",
+            "Each is checked first",
+        ),
+    ] {
+        let help = stdout(&olm_guard(&[command, "--help"], ""));
+        let start = help.find(before).unwrap_or_else(|| panic!("{help}")) + before.len();
+        let end = start
+            + help[start..]
+                .find(after)
+                .unwrap_or_else(|| panic!("{help}"));
+        let mut named: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut group = String::new();
+        for line in help[start..end].lines() {
+            let line = line.trim();
+            let resources = match line.split_once(": ") {
+                Some((g, rest)) => {
+                    group = g.to_string();
+                    rest
+                }
+                None => line,
+            };
+            for resource in resources
+                .split(',')
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+            {
+                named.insert((group.clone(), resource.to_string()));
+            }
+        }
+        assert_eq!(named, wanted, "{command} --help");
+    }
+}

@@ -9,7 +9,8 @@
 /// the help of `audit` and `snapshot` lists the RBAC they need on a live
 /// cluster (one list, so the two cannot drift apart). A literal, for
 /// `concat!` in a `#[command]` attribute; defined before the commands so
-/// that they see it.
+/// that they see it. `tests/help.rs` holds it to the modules' metadata
+/// (`rules` and `contextAwareResources`).
 macro_rules! modules_kinds_help {
     () => {
         "  operators.coreos.com: catalogsources, clusterserviceversions, operatorgroups,
