@@ -32,15 +32,38 @@ impl ApiKey {
     /// dots names a GVK; it splits into at most three parts, so the group
     /// keeps any further dots (`Kind.v1.example.com`).
     pub fn parse_kind_arg(text: &str) -> Option<ApiKey> {
-        if text.matches('.').count() < 2 {
-            return None;
-        }
-        let mut parts = text.splitn(3, '.');
-        let kind = parts.next()?;
-        let version = parts.next()?;
-        let group = parts.next()?;
+        let (kind, version, group) = split_kind_arg(text)?;
         Some(ApiKey::new(group, version, kind))
     }
+
+    /// Whether this is the API `(kind, version, group)`.
+    fn is(&self, (kind, version, group): (&str, &str, &str)) -> bool {
+        self.kind == kind && self.version == version && self.group == group
+    }
+}
+
+/// [`ApiKey::parse_kind_arg`] borrowing its parts: `(kind, version, group)`.
+fn split_kind_arg(text: &str) -> Option<(&str, &str, &str)> {
+    if text.matches('.').count() < 2 {
+        return None;
+    }
+    let mut parts = text.splitn(3, '.');
+    Some((parts.next()?, parts.next()?, parts.next()?))
+}
+
+/// Whether `each` holds for one API of an `olm.providedAPIs` annotation
+/// `value`, read as `GVKStringToProvidedAPISet` reads it: every space
+/// deleted, split at commas, pieces that are not `Kind.version.group`
+/// dropped. Borrowed: a value without spaces is not copied.
+fn any_annotated_api(value: &str, each: impl FnMut((&str, &str, &str)) -> bool) -> bool {
+    let unspaced;
+    let value = if value.contains(' ') {
+        unspaced = value.replace(' ', "");
+        unspaced.as_str()
+    } else {
+        value
+    };
+    value.split(',').filter_map(split_kind_arg).any(each)
 }
 
 /// `Kind.version.group`, the annotation form (`APIKeyToGVKString`).
@@ -65,11 +88,12 @@ impl ApiSet {
     /// silently (OLM does the same, so a typo simply provides nothing).
     /// Comparison stays case-sensitive, as in OLM.
     pub fn parse_annotation(value: &str) -> ApiSet {
-        value
-            .replace(' ', "")
-            .split(',')
-            .filter_map(ApiKey::parse_kind_arg)
-            .collect()
+        let mut set = ApiSet::new();
+        any_annotated_api(value, |(kind, version, group)| {
+            set.insert(ApiKey::new(group, version, kind));
+            false
+        });
+        set
     }
 
     /// Adds `key`; `false` when it was already there.
@@ -116,27 +140,7 @@ impl ApiSet {
     /// one with this set: `ApiSet::parse_annotation(value).intersects(self)`,
     /// without building the parsed set (a list of groups is read this way).
     pub fn intersects_annotation(&self, value: &str) -> bool {
-        let unspaced;
-        let value = if value.contains(' ') {
-            unspaced = value.replace(' ', "");
-            unspaced.as_str()
-        } else {
-            value
-        };
-        value.split(',').any(|piece| {
-            if piece.matches('.').count() < 2 {
-                return false;
-            }
-            let mut parts = piece.splitn(3, '.');
-            let (Some(kind), Some(version), Some(group)) =
-                (parts.next(), parts.next(), parts.next())
-            else {
-                return false;
-            };
-            self.0
-                .iter()
-                .any(|key| key.kind == kind && key.version == version && key.group == group)
-        })
+        any_annotated_api(value, |api| self.0.iter().any(|key| key.is(api)))
     }
 
     /// Whether some API is in both, without building the intersection.
