@@ -119,11 +119,7 @@ pub(crate) fn subject_is(
         "User" => name == user.username,
         "Group" => user.groups.iter().any(|group| group == name),
         "ServiceAccount" => {
-            let namespace = if namespace.is_empty() {
-                binding_namespace
-            } else {
-                namespace
-            };
+            let namespace = service_account_namespace(namespace, binding_namespace);
             !namespace.is_empty()
                 && user
                     .username
@@ -136,15 +132,24 @@ pub(crate) fn subject_is(
     }
 }
 
-/// A ServiceAccount subject's namespace defaults to the binding's; without
-/// either it matches nobody (in the API server, a ServiceAccount subject
-/// without a namespace in a ClusterRoleBinding is inert).
-fn service_account_username(subject: &Subject, binding_namespace: &str) -> Option<String> {
-    let namespace = if subject.namespace.is_empty() {
+/// A ServiceAccount subject's namespace: its own, else the binding's
+/// (`""` for a ClusterRoleBinding).
+fn service_account_namespace<'a>(
+    subject_namespace: &'a str,
+    binding_namespace: &'a str,
+) -> &'a str {
+    if subject_namespace.is_empty() {
         binding_namespace
     } else {
-        &subject.namespace
-    };
+        subject_namespace
+    }
+}
+
+/// A ServiceAccount subject's username; without a namespace (its own or
+/// the binding's) it matches nobody (in the API server, a ServiceAccount
+/// subject without a namespace in a ClusterRoleBinding is inert).
+fn service_account_username(subject: &Subject, binding_namespace: &str) -> Option<String> {
+    let namespace = service_account_namespace(&subject.namespace, binding_namespace);
     (!namespace.is_empty()).then(|| format!("system:serviceaccount:{namespace}:{}", subject.name))
 }
 
@@ -164,11 +169,7 @@ impl Grant<'_> {
     fn describe(&self) -> String {
         let subject = match self.subject.kind.as_str() {
             "ServiceAccount" => {
-                let ns = if self.subject.namespace.is_empty() {
-                    self.namespace
-                } else {
-                    &self.subject.namespace
-                };
+                let ns = service_account_namespace(&self.subject.namespace, self.namespace);
                 format!("ServiceAccount \"{}/{ns}\"", self.subject.name)
             }
             kind => format!("{kind} \"{}\"", self.subject.name),
