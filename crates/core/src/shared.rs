@@ -147,6 +147,19 @@ impl<I> IndexedOnReuse<I> {
     }
 }
 
+impl<T, E: Clone> IndexedOnReuse<Result<T, E>> {
+    /// [`IndexedOnReuse::get`] for an index whose building can fail (it
+    /// reads the answer): `Ok(None)` on the first use; on every later use the
+    /// index, or the failure of its one building.
+    pub fn try_get(&self, build: impl FnOnce() -> Result<T, E>) -> Result<Option<&T>, E> {
+        match self.get(build) {
+            None => Ok(None),
+            Some(Ok(index)) => Ok(Some(index)),
+            Some(Err(error)) => Err(error.clone()),
+        }
+    }
+}
+
 /// A cluster for the evaluations of one batch: every lookup goes to
 /// `cluster`, and [`crate::ClusterExt::list_all_shared`] keeps what it
 /// decodes for the next evaluation.

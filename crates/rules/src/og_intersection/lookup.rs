@@ -184,15 +184,14 @@ impl Namespaces {
     /// The names `selector` matches, in list order: one pass over the
     /// answer, or over the namespaces read once the answer is used again.
     fn select(&self, selector: &Selector) -> Result<Vec<String>, ContextError> {
-        let read = self.read.get(|| {
+        let read = self.read.try_get(|| {
             let mut namespaces = Vec::new();
             self.answer
                 .each(|listed: ListedNamespace<'_>| namespaces.push(listed.to_namespace()))?;
             Ok(namespaces)
         });
-        match read {
-            Some(Ok(namespaces)) => Ok(select_namespaces(selector, namespaces)),
-            Some(Err(error)) => Err(error.clone()),
+        match read? {
+            Some(namespaces) => Ok(select_namespaces(selector, namespaces)),
             None => {
                 let mut names = Vec::new();
                 self.answer.each(|listed: ListedNamespace<'_>| {

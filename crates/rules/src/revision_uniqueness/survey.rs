@@ -38,7 +38,7 @@ impl ClusterObjectSets {
     /// over the answer keeping only them, or the index once the answer is
     /// used again. An answer the rule cannot read fails the lookup.
     pub(super) fn in_group(&self, group: &str) -> Result<Vec<ClusterObjectSet>, ContextError> {
-        let index = self.by_group.get(|| {
+        let index = self.by_group.try_get(|| {
             let mut by_group: BTreeMap<String, Vec<ClusterObjectSet>> = BTreeMap::new();
             self.answer.each(|listed: ListedClusterObjectSet<'_>| {
                 if let Some(group) = listed.group() {
@@ -50,11 +50,8 @@ impl ClusterObjectSets {
             })?;
             Ok(by_group)
         });
-        match index {
-            Some(index) => match index {
-                Ok(by_group) => Ok(by_group.get(group).cloned().unwrap_or_default()),
-                Err(error) => Err(error.clone()),
-            },
+        match index? {
+            Some(by_group) => Ok(by_group.get(group).cloned().unwrap_or_default()),
             None => {
                 let mut members = Vec::new();
                 self.answer.each(|listed: ListedClusterObjectSet<'_>| {
