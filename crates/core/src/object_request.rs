@@ -57,6 +57,13 @@ pub enum ObjectRequestError {
     UpdateWithoutOld,
 }
 
+/// The uid of the request for the `number`th of several objects
+/// (counting from 1): each request its own, as the API server gives them.
+/// A single object's request keeps [`request_for_object`]'s `olm-guard-run`.
+pub fn numbered_uid(number: usize) -> String {
+    format!("olm-guard-run-{number}")
+}
+
 /// The AdmissionRequest the API server would send a validating webhook for
 /// `request`: `kind`, `resource` (guessed from the kind as client-go's
 /// `meta.UnsafeGuessKindToResource` does, since no discovery is at hand),

@@ -239,7 +239,7 @@ fn check_request(request: &Value) -> Result<(), InputError> {
 
 // Built without wasmtime so the browser playground builds the same request.
 pub use olm_guard_core::object_request::{
-    ObjectRequest, ObjectRequestError, Requester, guess_resource, request_for_object,
+    ObjectRequest, ObjectRequestError, Requester, guess_resource, numbered_uid, request_for_object,
 };
 
 /// Settings as Kubewarden passes them: an object; absent or null is `{}`.

@@ -521,7 +521,7 @@ impl Admission<'_> {
             && let Some(map) = request.as_object_mut()
         {
             let number = self.report.order.len() + 1;
-            map.insert("uid".into(), format!("olm-guard-run-{number}").into());
+            map.insert("uid".into(), admission::numbered_uid(number).into());
         }
         // A DELETE names its object in oldObject.
         let named = request

@@ -393,7 +393,7 @@ fn requests(
             let found = stored(&label, &object)?;
             let mut request = build(Some(object), found).with_context(|| label.clone())?;
             if several && let Some(map) = request.as_object_mut() {
-                map.insert("uid".into(), json!(format!("olm-guard-run-{}", index + 1)));
+                map.insert("uid".into(), json!(admission::numbered_uid(index + 1)));
             }
             Ok((label, request))
         })
