@@ -9,8 +9,8 @@
 /// the help of `audit` and `snapshot` lists the RBAC they need on a live
 /// cluster (one list, so the two cannot drift apart). A literal, for
 /// `concat!` in a `#[command]` attribute; defined before the commands so
-/// that they see it. `tests/help.rs` holds it to the modules' metadata
-/// (`rules` and `contextAwareResources`).
+/// that they see it. `tests/papercuts.rs` holds it to the modules'
+/// embedded metadata (`rules`, `contextAwareResources`, `can_i`).
 macro_rules! modules_kinds_help {
     () => {
         "  operators.coreos.com: catalogsources, clusterserviceversions, operatorgroups,
