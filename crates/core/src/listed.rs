@@ -80,6 +80,39 @@ impl ListAnswer {
         read_list(&self.bytes, sink).map_err(|e| self.error(e))
     }
 
+    /// Reads whole, as `T`, the item whose first key is `first_key`, as a
+    /// first reading ([`ListAnswer::each`]) of [`Keyed`] items found it.
+    /// Only that item is parsed, from where it starts,
+    /// not the items before it. `None` when `first_key` is not the first
+    /// key of an item of this answer; an `Err` carries serde's words with
+    /// a position counted from the item, so a rule that reports it should
+    /// read the item with [`ListAnswer::pick`] instead, whose position is
+    /// the answer's.
+    pub fn read_item<T: DeserializeOwned>(
+        &self,
+        first_key: &str,
+    ) -> Option<Result<T, serde_json::Error>> {
+        let start = self.item_start(first_key)?;
+        let mut reader = serde_json::Deserializer::from_slice(self.bytes.get(start..)?);
+        // One value from `start`; what follows is the rest of the list,
+        // which the first reading has already checked.
+        Some(T::deserialize(&mut reader))
+    }
+
+    /// Where the item opens whose first key is `first_key`: the `{` before
+    /// the key's opening quote, with only JSON whitespace between.
+    fn item_start(&self, first_key: &str) -> Option<usize> {
+        let key_at = (first_key.as_ptr() as usize).checked_sub(self.bytes.as_ptr() as usize)?;
+        self.bytes
+            .get(key_at..key_at.checked_add(first_key.len())?)?;
+        let quote_at = key_at.checked_sub(1)?;
+        let (before_quote, from_quote) = self.bytes.split_at_checked(quote_at)?;
+        let open = before_quote
+            .iter()
+            .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
+        (from_quote.first() == Some(&b'"') && before_quote.get(open) == Some(&b'{')).then_some(open)
+    }
+
     /// A failure to read this answer, worded as every host answer's.
     pub fn error(&self, error: serde_json::Error) -> ContextError {
         decode_error(&self.what, &error, self.capability, self.target.clone())
@@ -313,6 +346,97 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
             }
         }
         deserializer.deserialize_str(StrVisitor(PhantomData))
+    }
+}
+
+/// An item read as `T`, with its first key when serde gave it borrowed
+/// from the answer (no JSON escapes in it): what
+/// [`ListAnswer::read_item`] needs to read the item whole later, from
+/// where it starts. `T` reads exactly as it reads alone: the first key is
+/// handed back to it before the others, and an item that is not a map is
+/// refused in `T`'s words ([`Named::EXPECTING`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Keyed<'a, T> {
+    /// The item.
+    pub item: T,
+    /// Its first key, when borrowed; `None` for an empty item, a key with
+    /// escapes, or an item written as a list.
+    pub first_key: Option<&'a str>,
+}
+
+/// What serde says a struct was expected as (`struct ClusterRole`), the
+/// `expecting` of its derive.
+pub trait Named {
+    /// E.g. `struct ClusterRole`.
+    const EXPECTING: &'static str;
+}
+
+impl<'de: 'a, 'a, T: Deserialize<'de> + Named> Deserialize<'de> for Keyed<'a, T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_struct(T::EXPECTING, &[], KeyedVisitor(PhantomData))
+    }
+}
+
+struct KeyedVisitor<'a, T>(PhantomData<(&'a (), T)>);
+
+impl<'de: 'a, 'a, T: Deserialize<'de> + Named> Visitor<'de> for KeyedVisitor<'a, T> {
+    type Value = Keyed<'a, T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(T::EXPECTING)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let first = map.next_key::<Str<'de>>()?;
+        let first_key = match &first {
+            Some(Str(Cow::Borrowed(key))) => Some(*key),
+            _ => None,
+        };
+        let item = T::deserialize(de::value::MapAccessDeserializer::new(FirstAgain {
+            first,
+            map,
+        }))?;
+        Ok(Keyed { item, first_key })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        let item = T::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        Ok(Keyed {
+            item,
+            first_key: None,
+        })
+    }
+}
+
+/// A map whose first key was already read: that key again, then the rest.
+struct FirstAgain<'de, A> {
+    first: Option<Str<'de>>,
+    map: A,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for FirstAgain<'de, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        match self.first.take() {
+            Some(Str(Cow::Borrowed(key))) => seed
+                .deserialize(de::value::BorrowedStrDeserializer::new(key))
+                .map(Some),
+            Some(Str(Cow::Owned(key))) => seed
+                .deserialize(de::value::StringDeserializer::new(key))
+                .map(Some),
+            None => self.map.next_key_seed(seed),
+        }
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
     }
 }
 
@@ -604,6 +728,105 @@ mod tests {
         let err = items(r#"{"items":[],"items":[]}"#).unwrap_err().to_string();
         assert!(err.starts_with("duplicate field `items`"));
         assert!(items(r#"{"items":[]} x"#).is_err());
+    }
+
+    /// A light reading of an item: its name.
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(expecting = "struct Item")]
+    struct Light<'a> {
+        #[serde(borrow, default)]
+        name: Option<Str<'a>>,
+    }
+
+    impl Named for Light<'_> {
+        const EXPECTING: &'static str = "struct Item";
+    }
+
+    /// Keyed<T> reads what T reads and fails as T fails, word for word;
+    /// it adds the first key when that is borrowed.
+    #[test]
+    fn keyed_reads_as_its_item_reads() {
+        for answer in [
+            r#"{"items":[{"name":"a","n":1},{"n":2,"name":"b"},{},{"na\u006de":"c"}]}"#,
+            r#"{"items":[["a"]]}"#,
+            r#"{"items":[5]}"#,
+            r#"{"items":[null]}"#,
+            r#"{"items":[{"name":"a","name":"b"}]}"#,
+            r#"{"items":[{"name":5}]}"#,
+            r#"{"items":[{"name":"a"}"#,
+        ] {
+            let mut keyed: Vec<Keyed<'_, Light<'_>>> = Vec::new();
+            let keyed_read = each_item(answer.as_bytes(), |item| keyed.push(item));
+            let mut alone: Vec<Light<'_>> = Vec::new();
+            let alone_read = each_item(answer.as_bytes(), |item| alone.push(item));
+            assert_eq!(
+                keyed_read.map_err(|e| e.to_string()),
+                alone_read.map_err(|e| e.to_string()),
+                "{answer}"
+            );
+            let items: Vec<&Light<'_>> = keyed.iter().map(|k| &k.item).collect();
+            assert_eq!(items, alone.iter().collect::<Vec<_>>(), "{answer}");
+        }
+        let mut first_keys = Vec::new();
+        each_item(
+            br#"{"items":[{"name":"a"},{"n":2,"name":"b"},{},{"na\u006de":"c"},["d"]]}"#,
+            |item: Keyed<'_, Light<'_>>| first_keys.push(item.first_key),
+        )
+        .unwrap();
+        assert_eq!(first_keys, [Some("name"), Some("n"), None, None, None]);
+    }
+
+    /// An item found by its first key, as a first reading of Keyed items
+    /// found it, reads whole from where it starts, whitespace and all; a
+    /// key that is not an item's first, or not from this answer, finds
+    /// nothing.
+    #[test]
+    fn read_item_reads_the_item_a_first_key_opens() {
+        let answer = ListAnswer::new(
+            b"{\"items\": [ {\"name\":\"a\",\"n\":1},\n\t{ \"name\" : \"b\", \"n\":2 }, {\"n\":\"x\"}]}"
+                .to_vec(),
+            "listing Item".into(),
+            Capability::ListAll,
+            "v1/Item".into(),
+        );
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Whole {
+            #[serde(default)]
+            name: String,
+            n: u32,
+        }
+        let mut read = Vec::new();
+        answer
+            .each(|item: Keyed<'_, Light<'_>>| read.push(item))
+            .unwrap();
+        let whole = |key: Option<&str>| {
+            answer
+                .read_item::<Whole>(key?)
+                .map(|r| r.map_err(|e| e.to_string()))
+        };
+        assert_eq!(
+            whole(read[0].first_key),
+            Some(Ok(Whole {
+                name: "a".into(),
+                n: 1
+            }))
+        );
+        assert_eq!(
+            whole(read[1].first_key),
+            Some(Ok(Whole {
+                name: "b".into(),
+                n: 2
+            }))
+        );
+        assert_eq!(
+            whole(read[2].first_key),
+            Some(Err(
+                "invalid type: string \"x\", expected u32 at line 1 column 8".into()
+            ))
+        );
+        let a_value = read[0].item.name.as_ref().map(Str::as_str);
+        assert_eq!(whole(a_value), None, "a value, not an item's first key");
+        assert_eq!(whole(Some("name")), None, "not borrowed from the answer");
     }
 
     #[test]
