@@ -1,11 +1,11 @@
 //! Loading RBAC objects through the Kubewarden host capabilities, for rules
 //! that evaluate RBAC themselves (Covers checks) instead of asking `can_i`.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
 use olm_guard_core::UserInfo;
-use olm_guard_core::listed::{ListAnswer, Str};
+use olm_guard_core::listed::{Keyed, ListAnswer, Meta, Named, Str};
 use olm_guard_core::protocol::{ListAllResourcesRequest, ListResourcesByNamespaceRequest};
 use olm_guard_core::selector::Selector;
 use olm_guard_core::{Cluster, ClusterExt, ContextError};
@@ -13,15 +13,18 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 use crate::resolver::subject_is;
-use crate::{ClusterRole, RBAC_API_VERSION, RbacStore, Role, RoleBinding, RoleRef, Subject};
+use crate::{ClusterRole, RBAC_API_VERSION, RbacStore, Role, RoleBinding};
 
 /// What a rule will ask of the store it loads. A single evaluation reads
 /// whole only the objects these concern (the bindings of `user`, the roles
 /// they grant, the roles `selected_by` selects, the aggregated roles), and
-/// of the others what it takes to tell (names, labels, subjects, role
-/// references), so a request on a cluster of 10,000 RBAC objects does not
-/// decode them all (`olm_guard_core::listed`). For the questions it was
-/// loaded for, that store answers exactly what the whole one answers.
+/// of the others what it takes to tell (a role's name, labels and whether
+/// it aggregates; a binding's namespace and subjects), so a request on a
+/// cluster of 10,000 RBAC objects does not decode them all
+/// (`olm_guard_core::listed`); the wanted ones are then read from where
+/// they start in the answer ([`olm_guard_core::listed::Keyed`]), not by a
+/// second pass over it. For the questions it was loaded for, that store
+/// answers exactly what the whole one answers.
 #[derive(Debug, Clone, Copy)]
 pub struct Wanted<'w> {
     /// The user whose rules are asked for ([`RbacStore::rules_for`],
@@ -100,21 +103,12 @@ fn build_wanted(
         let binding_answer = answer_in(cluster, "RoleBinding", namespace)?;
         let bindings_read = read_bindings(&binding_answer, wanted, "RoleBinding", namespace)?;
         granted.extend(bindings_read.granted.iter().cloned());
-        roles = picked::<Role>(
-            &role_answer,
-            &roles_read.wanted(&bindings_read.granted),
-            "Role",
-            namespace,
-        )?;
+        roles =
+            roles_read.whole::<Role>(&role_answer, &bindings_read.granted, "Role", namespace)?;
         role_bindings = bindings_read.bindings;
     }
     Ok(RbacStore::new(
-        picked::<ClusterRole>(
-            &cluster_roles,
-            &cluster_roles_read.wanted(&granted),
-            "ClusterRole",
-            "",
-        )?,
+        cluster_roles_read.whole::<ClusterRole>(&cluster_roles, &granted, "ClusterRole", "")?,
         roles,
         cluster_bindings_read.bindings,
         role_bindings,
@@ -122,20 +116,36 @@ fn build_wanted(
 }
 
 /// A Role or ClusterRole as the first reading sees it: what decides
-/// whether it is wanted.
+/// whether it is wanted. Read [`Keyed`], so that the few roles a request
+/// needs whole are read from where they start instead of in a second
+/// pass over every role of the answer.
 #[derive(Default, Deserialize)]
 #[serde(default, rename_all = "camelCase", expecting = "struct ClusterRole")]
 struct ListedRole<'a> {
     #[serde(borrow)]
-    metadata: Option<olm_guard_core::listed::Meta<'a>>,
+    metadata: Option<Meta<'a>>,
     aggregation_rule: Option<IgnoredAny>,
+}
+
+impl Named for ListedRole<'_> {
+    const EXPECTING: &'static str = "struct ClusterRole";
+}
+
+impl ListedRole<'_> {
+    /// The role's namespace and name.
+    fn key(&self) -> (&str, &str) {
+        let meta = self.metadata.as_ref();
+        (
+            meta.map_or("", |m| Str::of(&m.namespace)),
+            meta.map_or("", |m| Str::of(&m.name)),
+        )
+    }
 }
 
 /// The roles of an answer, each with whether it is wanted for itself
 /// (selected, aggregated), in list order.
 struct RolesRead<'a> {
-    /// (namespace, name, wanted whatever the bindings).
-    items: Vec<(Str<'a>, Str<'a>, bool)>,
+    items: Vec<(Keyed<'a, ListedRole<'a>>, bool)>,
 }
 
 impl RolesRead<'_> {
@@ -145,27 +155,47 @@ impl RolesRead<'_> {
     /// last role of a name.
     fn wanted(&self, granted: &[String]) -> Vec<usize> {
         let wanted_at = |at: usize| {
-            self.items.get(at).is_some_and(|(_, name, itself)| {
-                *itself || granted.iter().any(|g| g == name.as_str())
+            self.items.get(at).is_some_and(|(role, itself)| {
+                *itself || granted.iter().any(|g| g == role.item.key().1)
             })
         };
         // Where each wanted role's name (in its namespace) last appears:
         // a later role of that name replaces it, wanted or not.
         // Hashed: every role's name is looked up, and a B-tree's string
-        // comparisons cost more than the rest of the reading.
-        let mut last: HashMap<(&str, &str), usize> = (0..self.items.len())
+        // comparisons cost more than the rest of the reading. Fx, not
+        // SipHash, for the same reason; the keys stored are only those of
+        // the roles the request wants.
+        let mut last: FxHashMap<(&str, &str), usize> = (0..self.items.len())
             .filter(|&at| wanted_at(at))
             .filter_map(|at| self.items.get(at))
-            .map(|(namespace, name, _)| ((namespace.as_str(), name.as_str()), 0))
+            .map(|(role, _)| (role.item.key(), 0))
             .collect();
-        for (at, (namespace, name, _)) in self.items.iter().enumerate() {
-            if let Some(position) = last.get_mut(&(namespace.as_str(), name.as_str())) {
+        for (at, (role, _)) in self.items.iter().enumerate() {
+            if let Some(position) = last.get_mut(&role.item.key()) {
                 *position = at;
             }
         }
         let mut positions: Vec<usize> = last.into_values().filter(|&at| wanted_at(at)).collect();
         positions.sort_unstable();
         positions
+    }
+
+    /// The wanted roles (see [`RolesRead::wanted`]) read whole, in list
+    /// order.
+    fn whole<T: DeserializeOwned>(
+        &self,
+        answer: &ListAnswer,
+        granted: &[String],
+        kind: &str,
+        namespace: &str,
+    ) -> Result<Vec<T>, ContextError> {
+        let found = |at: usize| self.items.get(at).map(|(role, _)| (at, role.first_key));
+        read_whole(
+            answer,
+            self.wanted(granted).into_iter().filter_map(found),
+            kind,
+            namespace,
+        )
     }
 }
 
@@ -177,35 +207,64 @@ fn read_roles<'a>(
 ) -> Result<RolesRead<'a>, ContextError> {
     let mut items = Vec::new();
     answer
-        .each(|role: ListedRole<'a>| {
-            let meta = role.metadata.unwrap_or_default();
-            let itself = (wanted.aggregated && role.aggregation_rule.is_some())
+        .each(|role: Keyed<'a, ListedRole<'a>>| {
+            let labels = role.item.metadata.as_ref().map(|m| &m.labels);
+            let itself = (wanted.aggregated && role.item.aggregation_rule.is_some())
                 || wanted
                     .selected_by
                     .iter()
-                    .any(|s| s.matches_by(|key| meta.labels.get(key)));
-            items.push((
-                meta.namespace.unwrap_or_default(),
-                meta.name.unwrap_or_default(),
-                itself,
-            ));
+                    .any(|s| s.matches_by(|key| labels.and_then(|labels| labels.get(key))));
+            items.push((role, itself));
         })
         .map_err(|e| failed(e, kind, namespace))?;
     Ok(RolesRead { items })
 }
 
-/// A RoleBinding or ClusterRoleBinding as a list answer gives it, read
-/// whole but borrowed: a binding is small, and only those of the user
-/// become [`RoleBinding`]s.
+/// The items at the given positions of `answer`, each read whole as `T`
+/// from where it starts (its first key). An item that does not read so,
+/// or whose start is not known, is read by a pass over the answer, which
+/// words a failure as a single reading of the answer does.
+fn read_whole<'a, T: DeserializeOwned>(
+    answer: &ListAnswer,
+    items: impl Iterator<Item = (usize, Option<&'a str>)>,
+    kind: &str,
+    namespace: &str,
+) -> Result<Vec<T>, ContextError> {
+    let mut read = Vec::new();
+    for (at, first_key) in items {
+        match first_key.and_then(|key| answer.read_item(key)) {
+            Some(Ok(item)) => read.push(item),
+            _ => read.extend(picked::<T>(answer, &[at], kind, namespace)?),
+        }
+    }
+    Ok(read)
+}
+
+/// A RoleBinding or ClusterRoleBinding as the first reading sees it: what
+/// decides whether it applies to the user. Read [`Keyed`]: only the
+/// bindings of the user are read whole, as [`RoleBinding`]s.
 #[derive(Default, Deserialize)]
 #[serde(default, rename_all = "camelCase", expecting = "struct RoleBinding")]
 struct ListedBinding<'a> {
     #[serde(borrow)]
-    metadata: Option<olm_guard_core::listed::Meta<'a>>,
+    metadata: Option<BindingMeta<'a>>,
     #[serde(borrow)]
     subjects: Option<Vec<ListedSubject<'a>>>,
+}
+
+/// Of a binding's metadata, what decides whom its subjects name: the
+/// namespace a ServiceAccount subject without one is in. (Not
+/// [`Meta`]: a binding's name and labels would be read for nothing, on
+/// every binding of the answer.)
+#[derive(Default, Deserialize)]
+#[serde(default, expecting = "struct ObjectMeta")]
+struct BindingMeta<'a> {
     #[serde(borrow)]
-    role_ref: Option<ListedRoleRef<'a>>,
+    namespace: Option<Str<'a>>,
+}
+
+impl Named for ListedBinding<'_> {
+    const EXPECTING: &'static str = "struct RoleBinding";
 }
 
 #[derive(Default, Deserialize)]
@@ -217,51 +276,6 @@ struct ListedSubject<'a> {
     name: Option<Str<'a>>,
     #[serde(borrow)]
     namespace: Option<Str<'a>>,
-    #[serde(borrow)]
-    api_group: Option<Str<'a>>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(default, rename_all = "camelCase", expecting = "struct RoleRef")]
-struct ListedRoleRef<'a> {
-    #[serde(borrow)]
-    api_group: Option<Str<'a>>,
-    #[serde(borrow)]
-    kind: Option<Str<'a>>,
-    #[serde(borrow)]
-    name: Option<Str<'a>>,
-}
-
-impl ListedBinding<'_> {
-    /// The binding as [`RbacStore`] reads it: name, namespace, subjects
-    /// and role reference (the rest of its metadata is never read).
-    fn to_binding(&self) -> RoleBinding {
-        let own = |text: &Option<Str<'_>>| Str::of(text).to_string();
-        let mut binding = RoleBinding::default();
-        if let Some(meta) = &self.metadata {
-            binding.metadata.name = own(&meta.name);
-            binding.metadata.namespace = own(&meta.namespace);
-        }
-        binding.subjects = self
-            .subjects
-            .iter()
-            .flatten()
-            .map(|subject| Subject {
-                kind: own(&subject.kind),
-                name: own(&subject.name),
-                namespace: own(&subject.namespace),
-                api_group: own(&subject.api_group),
-            })
-            .collect();
-        if let Some(role_ref) = &self.role_ref {
-            binding.role_ref = RoleRef {
-                api_group: own(&role_ref.api_group),
-                kind: own(&role_ref.kind),
-                name: own(&role_ref.name),
-            };
-        }
-        binding
-    }
 }
 
 /// The bindings of an answer that grant the user something, and the names
@@ -277,17 +291,16 @@ fn read_bindings(
     kind: &str,
     namespace: &str,
 ) -> Result<BindingsRead, ContextError> {
-    let mut read = BindingsRead {
-        bindings: Vec::new(),
-        granted: Vec::new(),
-    };
+    let mut applying = Vec::new();
+    let mut at = 0;
     answer
-        .each(|binding: ListedBinding<'_>| {
+        .each(|binding: Keyed<'_, ListedBinding<'_>>| {
             let binding_namespace = binding
+                .item
                 .metadata
                 .as_ref()
                 .map_or("", |m| Str::of(&m.namespace));
-            let applies = binding.subjects.iter().flatten().any(|subject| {
+            let applies = binding.item.subjects.iter().flatten().any(|subject| {
                 let subject = (
                     Str::of(&subject.kind),
                     Str::of(&subject.name),
@@ -296,13 +309,14 @@ fn read_bindings(
                 subject_is(subject, binding_namespace, wanted.user)
             });
             if applies {
-                let binding = binding.to_binding();
-                read.granted.push(binding.role_ref.name.clone());
-                read.bindings.push(binding);
+                applying.push((at, binding.first_key));
             }
+            at += 1;
         })
         .map_err(|e| failed(e, kind, namespace))?;
-    Ok(read)
+    let bindings: Vec<RoleBinding> = read_whole(answer, applying.into_iter(), kind, namespace)?;
+    let granted = bindings.iter().map(|b| b.role_ref.name.clone()).collect();
+    Ok(BindingsRead { bindings, granted })
 }
 
 fn picked<T: DeserializeOwned>(
@@ -505,6 +519,59 @@ mod tests {
                 .find(|(k, _)| *k == kind)
                 .map_or(json!([]), |(_, items)| items.clone());
             Ok(serde_json::to_vec(&json!({ "items": items })).unwrap())
+        }
+    }
+
+    /// A wanted role or binding that does not read whole fails as the
+    /// whole reading fails, word for word; one the user's request does not
+    /// need is not read whole.
+    #[test]
+    fn a_wanted_item_that_does_not_read_fails_as_a_whole_reading_does() {
+        let binding = json!({"metadata": {"name": "b"}, "subjects": [{"kind": "User", "name": "alice"}],
+            "roleRef": {"kind": "ClusterRole", "name": "bad"}});
+        let fine_role = json!({"metadata": {"name": "fine"}});
+        let bad_role = |bad: serde_json::Value| json!([fine_role, bad]);
+        let bad_binding = |mut bad: serde_json::Value| {
+            bad["subjects"] = binding["subjects"].clone();
+            json!([binding, bad])
+        };
+        for (roles, bindings) in [
+            (
+                bad_role(json!({"metadata": {"name": "bad"}, "rules": [{"verbs": "get"}]})),
+                json!([binding]),
+            ),
+            (
+                bad_role(
+                    json!({"metadata": {"name": "bad"}, "aggregationRule": {"clusterRoleSelectors": 5}}),
+                ),
+                json!([binding]),
+            ),
+            (
+                bad_role(json!({"metadata": {"name": "bad"}})),
+                bad_binding(json!({"roleRef": {"name": 5}})),
+            ),
+            (
+                bad_role(json!({"metadata": {"name": "bad"}})),
+                bad_binding(json!({"metadata": {"name": "c", "annotations": {"a": 1}}})),
+            ),
+        ] {
+            let cluster = Lists(vec![
+                ("ClusterRole", roles),
+                ("ClusterRoleBinding", bindings),
+            ]);
+            let Err(whole) = build(&cluster, "") else {
+                panic!("the whole reading fails");
+            };
+            let Err(read) = build_wanted(&cluster, "", &wanted(&alice())) else {
+                panic!("the wanted reading fails");
+            };
+            assert_eq!(read.message, whole.message);
+            assert!(read.message.contains("line 1 column"), "{}", read.message);
+            let bob = UserInfo {
+                username: "bob".into(),
+                ..UserInfo::default()
+            };
+            assert!(build_wanted(&cluster, "", &wanted(&bob)).is_ok());
         }
     }
 
