@@ -6,7 +6,7 @@
 //! by an owner `*`, never by an enumeration of every verb, because the
 //! wildcard also grants verbs and resources that do not exist yet.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use crate::PolicyRule;
 
@@ -16,31 +16,74 @@ const ALL: &str = "*";
 /// URL and verb. A rule with an empty verbs, apiGroups or resources list
 /// grants nothing and so yields no resource atoms.
 pub fn breakdown(rule: &PolicyRule) -> Vec<PolicyRule> {
+    atoms(rule).into_iter().map(Atom::to_rule).collect()
+}
+
+/// One atom of a rule ([`breakdown`]), borrowed from it: checking atoms
+/// copies nothing, and only those no owner rule covers become rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Atom<'a> {
+    /// One verb on one resource of one group, of one name or of all.
+    Resource {
+        verb: &'a str,
+        group: &'a str,
+        resource: &'a str,
+        name: Option<&'a str>,
+    },
+    /// One verb on one non-resource URL.
+    Url { verb: &'a str, url: &'a str },
+}
+
+/// The atoms of `rule`, in [`breakdown`]'s order: groups, then resources,
+/// then verbs, then names; then the URLs with their verbs.
+fn atoms(rule: &PolicyRule) -> Vec<Atom<'_>> {
+    // No name is one atom for all names.
+    let names: Vec<Option<&str>> = if rule.resource_names.is_empty() {
+        vec![None]
+    } else {
+        rule.resource_names
+            .iter()
+            .map(|n| Some(n.as_str()))
+            .collect()
+    };
     let mut atoms = Vec::new();
     for group in &rule.api_groups {
         for resource in &rule.resources {
             for verb in &rule.verbs {
-                let atom = |names: Vec<String>| PolicyRule {
-                    verbs: vec![verb.clone()],
-                    api_groups: vec![group.clone()],
-                    resources: vec![resource.clone()],
-                    resource_names: names,
-                    non_resource_urls: Vec::new(),
-                };
-                if rule.resource_names.is_empty() {
-                    atoms.push(atom(Vec::new()));
-                } else {
-                    atoms.extend(rule.resource_names.iter().map(|n| atom(vec![n.clone()])));
-                }
+                atoms.extend(names.iter().map(|&name| Atom::Resource {
+                    verb,
+                    group,
+                    resource,
+                    name,
+                }));
             }
         }
     }
     for url in &rule.non_resource_urls {
-        for verb in &rule.verbs {
-            atoms.push(PolicyRule::non_resource(&[verb], &[url]));
-        }
+        atoms.extend(rule.verbs.iter().map(|verb| Atom::Url { verb, url }));
     }
     atoms
+}
+
+impl Atom<'_> {
+    /// The atom as the rule it stands for.
+    fn to_rule(self) -> PolicyRule {
+        match self {
+            Atom::Resource {
+                verb,
+                group,
+                resource,
+                name,
+            } => {
+                let rule = PolicyRule::resource(&[verb], &[group], &[resource]);
+                match name {
+                    Some(name) => rule.with_names(&[name]),
+                    None => rule,
+                }
+            }
+            Atom::Url { verb, url } => PolicyRule::non_resource(&[verb], &[url]),
+        }
+    }
 }
 
 /// Whether `owner` grants everything `servant` grants: `Ok(())` when every
@@ -77,8 +120,9 @@ impl<'a> Holder<'a> {
     pub fn uncovered(&self, servant: &[PolicyRule]) -> Vec<PolicyRule> {
         servant
             .iter()
-            .flat_map(breakdown)
+            .flat_map(atoms)
             .filter(|atom| !self.rules.iter().any(|o| o.covers(atom)))
+            .map(Atom::to_rule)
             .collect()
     }
 }
@@ -94,61 +138,80 @@ pub fn full_authority() -> Vec<PolicyRule> {
 }
 
 /// An owner rule with its lists as sets, so covering many atoms against
-/// large owner rules stays linear in the atoms.
+/// large owner rules stays linear in the atoms. Fx-hashed: every atom's
+/// strings are looked up, SipHash cost more than the rest of the check,
+/// and the keys stored are the holder's own rules, so a request cannot
+/// crowd a set it is checked against.
 struct OwnerRule<'a> {
-    verbs: HashSet<&'a str>,
-    groups: HashSet<&'a str>,
-    resources: HashSet<&'a str>,
-    names: HashSet<&'a str>,
+    /// Whether `verbs`, `groups`, `resources` hold `*`: asked of every
+    /// atom, so answered once.
+    all_verbs: bool,
+    all_groups: bool,
+    all_resources: bool,
+    verbs: FxHashSet<&'a str>,
+    groups: FxHashSet<&'a str>,
+    resources: FxHashSet<&'a str>,
+    /// The subresources of its `*/sub` resources (`sub`).
+    any_resources_sub: FxHashSet<&'a str>,
+    names: FxHashSet<&'a str>,
     urls: &'a [String],
 }
 
 impl<'a> OwnerRule<'a> {
     fn new(rule: &'a PolicyRule) -> Self {
-        let set = |v: &'a [String]| v.iter().map(String::as_str).collect::<HashSet<_>>();
+        let set = |v: &'a [String]| v.iter().map(String::as_str).collect::<FxHashSet<_>>();
+        let has_all = |v: &[String]| v.iter().any(|item| item == ALL);
         OwnerRule {
+            all_verbs: has_all(&rule.verbs),
+            all_groups: has_all(&rule.api_groups),
+            all_resources: has_all(&rule.resources),
             verbs: set(&rule.verbs),
             groups: set(&rule.api_groups),
             resources: set(&rule.resources),
+            any_resources_sub: rule
+                .resources
+                .iter()
+                .filter_map(|r| r.strip_prefix("*/"))
+                .collect(),
             names: set(&rule.resource_names),
             urls: &rule.non_resource_urls,
         }
     }
 
-    /// `ruleCovers` of `policy_comparator.go`, for any servant rule (atoms
-    /// in practice).
-    fn covers(&self, servant: &PolicyRule) -> bool {
-        let names = if servant.resource_names.is_empty() {
-            self.names.is_empty()
-        } else {
-            self.names.is_empty() || has_all(&self.names, &servant.resource_names)
-        };
-        (self.verbs.contains(ALL) || has_all(&self.verbs, &servant.verbs))
-            && (self.groups.contains(ALL) || has_all(&self.groups, &servant.api_groups))
-            && self.resources_cover(&servant.resources)
-            && names
-            && servant
-                .non_resource_urls
-                .iter()
-                .all(|path| self.urls.iter().any(|o| url_covers(o, path)))
+    /// `ruleCovers` of `policy_comparator.go`, for one atom.
+    fn covers(&self, atom: &Atom<'_>) -> bool {
+        let any_or = |all: bool, set: &FxHashSet<&str>, item: &str| all || set.contains(item);
+        match *atom {
+            Atom::Resource {
+                verb,
+                group,
+                resource,
+                name,
+            } => {
+                any_or(self.all_verbs, &self.verbs, verb)
+                    && any_or(self.all_groups, &self.groups, group)
+                    && self.resource_covers(resource)
+                    && (self.names.is_empty() || name.is_some_and(|n| self.names.contains(n)))
+            }
+            // A URL atom has no groups, resources or names: an owner rule
+            // restricted to names covers no URL.
+            Atom::Url { verb, url } => {
+                any_or(self.all_verbs, &self.verbs, verb)
+                    && self.names.is_empty()
+                    && self.urls.iter().any(|o| url_covers(o, url))
+            }
+        }
     }
 
     /// `x/sub` is also covered by `*/sub`; a servant `*/sub` only by
     /// `*/sub` itself or `*`.
-    fn resources_cover(&self, servant: &[String]) -> bool {
-        if self.resources.contains(ALL) {
-            return true;
-        }
-        servant.iter().all(|r| {
-            self.resources.contains(r.as_str())
-                || r.split_once('/')
-                    .is_some_and(|(_, sub)| self.resources.contains(format!("*/{sub}").as_str()))
-        })
+    fn resource_covers(&self, resource: &str) -> bool {
+        self.all_resources
+            || self.resources.contains(resource)
+            || resource
+                .split_once('/')
+                .is_some_and(|(_, sub)| self.any_resources_sub.contains(sub))
     }
-}
-
-fn has_all(set: &HashSet<&str>, items: &[String]) -> bool {
-    items.iter().all(|i| set.contains(i.as_str()))
 }
 
 /// An owner URL ending in `*` covers the URLs it is a prefix of; so `/*`
@@ -291,6 +354,18 @@ mod tests {
                 true,
             ),
             (
+                "servant x/sub by owner */sub",
+                vec![r(&["get"], &[""], &["*/status"])],
+                vec![r(&["get"], &[""], &["pods/status", "deployments/status"])],
+                true,
+            ),
+            (
+                "servant x/sub/more by owner */sub/more, not */sub",
+                vec![r(&["get"], &[""], &["*/a/b", "*/a"])],
+                vec![r(&["get"], &[""], &["x/a/b", "x/b"])],
+                false,
+            ),
+            (
                 "parent does not cover sub",
                 vec![r(&["get"], &[""], &["pods"])],
                 vec![r(&["get"], &[""], &["pods/log"])],
@@ -331,6 +406,12 @@ mod tests {
                 vec![url(&["get"], &["/healthz"])],
                 vec![url(&["get"], &["/healthz"])],
                 true,
+            ),
+            (
+                "an owner restricted to names covers no url",
+                vec![url(&["get"], &["/healthz"]).with_names(&["a"])],
+                vec![url(&["get"], &["/healthz"])],
+                false,
             ),
             (
                 "url prefix",
