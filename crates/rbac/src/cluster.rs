@@ -131,21 +131,26 @@ impl Named for ListedRole<'_> {
     const EXPECTING: &'static str = "struct ClusterRole";
 }
 
-impl ListedRole<'_> {
-    /// The role's namespace and name.
-    fn key(&self) -> (&str, &str) {
-        let meta = self.metadata.as_ref();
-        (
-            meta.map_or("", |m| Str::of(&m.namespace)),
-            meta.map_or("", |m| Str::of(&m.name)),
-        )
-    }
-}
-
 /// The roles of an answer, each with whether it is wanted for itself
 /// (selected, aggregated), in list order.
 struct RolesRead<'a> {
-    items: Vec<(Keyed<'a, ListedRole<'a>>, bool)>,
+    items: Vec<RoleRead<'a>>,
+}
+
+/// What is kept of a role after its light reading (its labels are
+/// dropped once matched): enough to choose it and to read it whole.
+struct RoleRead<'a> {
+    namespace: Str<'a>,
+    name: Str<'a>,
+    first_key: Option<&'a str>,
+    /// Wanted whatever the bindings grant (selected, aggregated).
+    itself: bool,
+}
+
+impl RoleRead<'_> {
+    fn key(&self) -> (&str, &str) {
+        (self.namespace.as_str(), self.name.as_str())
+    }
 }
 
 impl RolesRead<'_> {
@@ -155,9 +160,9 @@ impl RolesRead<'_> {
     /// last role of a name.
     fn wanted(&self, granted: &[String]) -> Vec<usize> {
         let wanted_at = |at: usize| {
-            self.items.get(at).is_some_and(|(role, itself)| {
-                *itself || granted.iter().any(|g| g == role.item.key().1)
-            })
+            self.items
+                .get(at)
+                .is_some_and(|role| role.itself || granted.iter().any(|g| g == role.name.as_str()))
         };
         // Where each wanted role's name (in its namespace) last appears:
         // a later role of that name replaces it, wanted or not.
@@ -168,10 +173,10 @@ impl RolesRead<'_> {
         let mut last: FxHashMap<(&str, &str), usize> = (0..self.items.len())
             .filter(|&at| wanted_at(at))
             .filter_map(|at| self.items.get(at))
-            .map(|(role, _)| (role.item.key(), 0))
+            .map(|role| (role.key(), 0))
             .collect();
-        for (at, (role, _)) in self.items.iter().enumerate() {
-            if let Some(position) = last.get_mut(&role.item.key()) {
+        for (at, role) in self.items.iter().enumerate() {
+            if let Some(position) = last.get_mut(&role.key()) {
                 *position = at;
             }
         }
@@ -189,7 +194,7 @@ impl RolesRead<'_> {
         kind: &str,
         namespace: &str,
     ) -> Result<Vec<T>, ContextError> {
-        let found = |at: usize| self.items.get(at).map(|(role, _)| (at, role.first_key));
+        let found = |at: usize| self.items.get(at).map(|role| (at, role.first_key));
         read_whole(
             answer,
             self.wanted(granted).into_iter().filter_map(found),
@@ -214,7 +219,13 @@ fn read_roles<'a>(
                     .selected_by
                     .iter()
                     .any(|s| s.matches_by(|key| labels.and_then(|labels| labels.get(key))));
-            items.push((role, itself));
+            let meta = role.item.metadata.unwrap_or_default();
+            items.push(RoleRead {
+                namespace: meta.namespace.unwrap_or_default(),
+                name: meta.name.unwrap_or_default(),
+                first_key: role.first_key,
+                itself,
+            });
         })
         .map_err(|e| failed(e, kind, namespace))?;
     Ok(RolesRead { items })
