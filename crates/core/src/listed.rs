@@ -82,12 +82,12 @@ impl ListAnswer {
 
     /// Reads whole, as `T`, the item whose first key is `first_key`, as a
     /// first reading ([`ListAnswer::each`]) of [`Keyed`] items found it.
-    /// Only that item is parsed, from where it starts,
-    /// not the items before it. `None` when `first_key` is not the first
-    /// key of an item of this answer; an `Err` carries serde's words with
-    /// a position counted from the item, so a rule that reports it should
-    /// read the item with [`ListAnswer::pick`] instead, whose position is
-    /// the answer's.
+    /// Only that item is parsed, from where it starts, not the items
+    /// before it. `None` when `first_key` is not the first key of an item
+    /// of this answer; an `Err` carries serde's words with a position
+    /// counted from the item, so a rule that reports it should read the
+    /// item with [`ListAnswer::pick`] instead, whose position is the
+    /// answer's.
     pub fn read_item<T: DeserializeOwned>(
         &self,
         first_key: &str,
