@@ -171,6 +171,11 @@ fn the_readme_installs_the_policies_and_audits_into_the_cluster_as_written() {
         // The audit is the auditor's, bound to deploy/audit-rbac.yaml's
         // roles by the commands before it; everything else the admin's.
         let kubeconfig = if command.starts_with("olm-guard audit") {
+            // The roles just bound decide the auditor's requests once the
+            // server's RBAC authorizer has seen them.
+            cluster
+                .wait_rbac_seen()
+                .expect("the RBAC authorizer catches up");
             auditor.as_path()
         } else {
             cluster.kubeconfig()

@@ -110,6 +110,11 @@ fn split_cluster(
             .expect("the request is answered")
             .unwrap_or_else(|refusal| panic!("{name}: {refusal:?}"));
     }
+    // can_i is decided by the server's RBAC authorizer, which sees these
+    // objects (and the scenario before's taken away) a moment later.
+    cluster
+        .wait_rbac_seen()
+        .expect("the RBAC authorizer catches up");
     if rest.is_empty() {
         return Vec::new();
     }
@@ -924,6 +929,9 @@ fn an_auditor_who_may_not_write_reports_is_told_every_permission_before_anything
             .expect("answered")
             .unwrap_or_else(|refusal| panic!("{refusal:?}"));
     }
+    cluster
+        .wait_rbac_seen()
+        .expect("the RBAC authorizer catches up");
     let reader = cluster
         .kubeconfig_for_user("reader", &[])
         .expect("a kubeconfig");

@@ -137,6 +137,10 @@ fn one_scenario(
             }
             seen.created += 1;
         }
+        // The rules ask the server's RBAC authorizer (can_i), which sees
+        // these objects, and the scenario before's taken away, a moment
+        // after they are stored.
+        cluster.wait_rbac_seen()?;
         let mut rest_snapshot = Snapshot::new();
         rest_snapshot.add_located(rest, LoadOptions::STRICT)?;
         let live_cluster = Arc::new(LiveCluster::new(live.clone(), Some(rest_snapshot)));

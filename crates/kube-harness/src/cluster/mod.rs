@@ -46,8 +46,10 @@
 mod objects;
 mod pki;
 mod requests;
+mod settle;
 mod state;
 
+pub use objects::is_rbac;
 pub use pki::Identity;
 pub use requests::{Requester, Write, Written};
 pub use state::{Changes, DEFAULT_RBAC_LABEL};

@@ -293,10 +293,16 @@ impl TestCluster {
     /// live in that neither they nor the cluster hold
     /// ([`TestCluster::add_namespaces_of`], not recorded for undoing),
     /// then every object ([`TestCluster::create_all`], `parallel` requests
-    /// at a time, in order when 1).
+    /// at a time, in order when 1). When they hold RBAC, this returns once
+    /// the API server's authorizer decides with it
+    /// ([`TestCluster::wait_rbac_seen`]).
     pub fn store_all(&self, objects: &[Value], parallel: usize) -> Result<(), ClusterError> {
         self.add_namespaces_of(objects, &mut Changes::default())?;
-        self.create_all(objects, parallel)
+        self.create_all(objects, parallel)?;
+        if objects.iter().any(is_rbac) {
+            self.wait_rbac_seen()?;
+        }
+        Ok(())
     }
 
     /// Creates many objects, `parallel` requests at a time; every one must
@@ -340,6 +346,16 @@ impl TestCluster {
             Err(e) => Err(request_error("a request", e)),
         }
     }
+}
+
+/// Whether `object` is one of the four kinds the RBAC authorizer decides
+/// with.
+pub fn is_rbac(object: &Value) -> bool {
+    object["apiVersion"] == "rbac.authorization.k8s.io/v1"
+        && matches!(
+            object["kind"].as_str(),
+            Some("Role" | "RoleBinding" | "ClusterRole" | "ClusterRoleBinding")
+        )
 }
 
 /// `object` without what the server sets itself (`uid`, `resourceVersion`,
