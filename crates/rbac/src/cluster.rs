@@ -93,26 +93,31 @@ fn build_wanted(
     let cluster_roles = answer_all(cluster, "ClusterRole")?;
     let cluster_roles_read = read_roles(&cluster_roles, wanted, "ClusterRole", "")?;
     let cluster_role_bindings = answer_all(cluster, "ClusterRoleBinding")?;
-    let cluster_bindings_read =
-        read_bindings(&cluster_role_bindings, wanted, "ClusterRoleBinding", "")?;
-    let mut granted: Vec<String> = cluster_bindings_read.granted.clone();
+    let cluster_bindings = read_bindings(&cluster_role_bindings, wanted, "ClusterRoleBinding", "")?;
     let (mut roles, mut role_bindings) = (Vec::new(), Vec::new());
     if !namespace.is_empty() {
         let role_answer = answer_in(cluster, "Role", namespace)?;
         let roles_read = read_roles(&role_answer, wanted, "Role", namespace)?;
         let binding_answer = answer_in(cluster, "RoleBinding", namespace)?;
-        let bindings_read = read_bindings(&binding_answer, wanted, "RoleBinding", namespace)?;
-        granted.extend(bindings_read.granted.iter().cloned());
-        roles =
-            roles_read.whole::<Role>(&role_answer, &bindings_read.granted, "Role", namespace)?;
-        role_bindings = bindings_read.bindings;
+        role_bindings = read_bindings(&binding_answer, wanted, "RoleBinding", namespace)?;
+        let granted = granted_by(&role_bindings);
+        roles = roles_read.whole::<Role>(&role_answer, &granted, "Role", namespace)?;
     }
+    let granted = granted_by(cluster_bindings.iter().chain(&role_bindings));
     Ok(RbacStore::new(
         cluster_roles_read.whole::<ClusterRole>(&cluster_roles, &granted, "ClusterRole", "")?,
         roles,
-        cluster_bindings_read.bindings,
+        cluster_bindings,
         role_bindings,
     ))
+}
+
+/// The names of the roles `bindings` grant.
+fn granted_by<'b>(bindings: impl IntoIterator<Item = &'b RoleBinding>) -> Vec<&'b str> {
+    bindings
+        .into_iter()
+        .map(|binding| binding.role_ref.name.as_str())
+        .collect()
 }
 
 /// A Role or ClusterRole as the first reading sees it: what decides
@@ -158,11 +163,11 @@ impl RolesRead<'_> {
     /// themselves or `granted` by a wanted binding, each name (in its
     /// namespace) at its last position, as [`RbacStore::new`] keeps the
     /// last role of a name.
-    fn wanted(&self, granted: &[String]) -> Vec<usize> {
+    fn wanted(&self, granted: &[&str]) -> Vec<usize> {
         let wanted_at = |at: usize| {
             self.items
                 .get(at)
-                .is_some_and(|role| role.itself || granted.iter().any(|g| g == role.name.as_str()))
+                .is_some_and(|role| role.itself || granted.contains(&role.name.as_str()))
         };
         // Where each wanted role's name (in its namespace) last appears:
         // a later role of that name replaces it, wanted or not.
@@ -190,7 +195,7 @@ impl RolesRead<'_> {
     fn whole<T: DeserializeOwned>(
         &self,
         answer: &ListAnswer,
-        granted: &[String],
+        granted: &[&str],
         kind: &str,
         namespace: &str,
     ) -> Result<Vec<T>, ContextError> {
@@ -213,13 +218,12 @@ fn read_roles<'a>(
     let mut items = Vec::new();
     answer
         .each(|role: Keyed<'a, ListedRole<'a>>| {
-            let labels = role.item.metadata.as_ref().map(|m| &m.labels);
+            let meta = role.item.metadata.unwrap_or_default();
             let itself = (wanted.aggregated && role.item.aggregation_rule.is_some())
                 || wanted
                     .selected_by
                     .iter()
-                    .any(|s| s.matches_by(|key| labels.and_then(|labels| labels.get(key))));
-            let meta = role.item.metadata.unwrap_or_default();
+                    .any(|s| s.matches_by(|key| meta.labels.get(key)));
             items.push(RoleRead {
                 namespace: meta.namespace.unwrap_or_default(),
                 name: meta.name.unwrap_or_default(),
@@ -245,7 +249,9 @@ fn read_whole<'a, T: DeserializeOwned>(
     for (at, first_key) in items {
         match first_key.and_then(|key| answer.read_item(key)) {
             Some(Ok(item)) => read.push(item),
-            _ => read.extend(picked::<T>(answer, &[at], kind, namespace)?),
+            _ => answer
+                .pick(&[at], |item| read.push(item))
+                .map_err(|e| failed(e, kind, namespace))?,
         }
     }
     Ok(read)
@@ -289,19 +295,13 @@ struct ListedSubject<'a> {
     namespace: Option<Str<'a>>,
 }
 
-/// The bindings of an answer that grant the user something, and the names
-/// of the roles they grant.
-struct BindingsRead {
-    bindings: Vec<RoleBinding>,
-    granted: Vec<String>,
-}
-
+/// The bindings of an answer that grant the user something, read whole.
 fn read_bindings(
     answer: &ListAnswer,
     wanted: &Wanted<'_>,
     kind: &str,
     namespace: &str,
-) -> Result<BindingsRead, ContextError> {
+) -> Result<Vec<RoleBinding>, ContextError> {
     let mut applying = Vec::new();
     let mut at = 0;
     answer
@@ -325,22 +325,7 @@ fn read_bindings(
             at += 1;
         })
         .map_err(|e| failed(e, kind, namespace))?;
-    let bindings: Vec<RoleBinding> = read_whole(answer, applying.into_iter(), kind, namespace)?;
-    let granted = bindings.iter().map(|b| b.role_ref.name.clone()).collect();
-    Ok(BindingsRead { bindings, granted })
-}
-
-fn picked<T: DeserializeOwned>(
-    answer: &ListAnswer,
-    positions: &[usize],
-    kind: &str,
-    namespace: &str,
-) -> Result<Vec<T>, ContextError> {
-    let mut items = Vec::with_capacity(positions.len());
-    answer
-        .pick(positions, |item| items.push(item))
-        .map_err(|e| failed(e, kind, namespace))?;
-    Ok(items)
+    read_whole(answer, applying.into_iter(), kind, namespace)
 }
 
 fn answer_all(cluster: &dyn Cluster, kind: &str) -> Result<ListAnswer, ContextError> {
