@@ -168,19 +168,12 @@ fn ordinary_users_are_decided_by_rbac_and_policies_by_admission() {
 
     // A SubjectAccessReview, answered by the cluster's RBAC.
     let review = |user: &str, group: &str| {
-        let written = cluster
-            .write_as(
-                None,
-                Write::Create,
-                &json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-                    "spec": {"user": user, "groups": [group],
-                        "resourceAttributes": {"verb": "create", "resource": "configmaps",
-                            "namespace": "default"}}}),
-                None,
-                false,
-            )
-            .expect("answered");
-        written.answer.expect("a review is answered")["status"]["allowed"] == true
+        allows(
+            &cluster,
+            json!({"user": user, "groups": [group],
+                "resourceAttributes": {"verb": "create", "resource": "configmaps",
+                    "namespace": "default"}}),
+        )
     };
     assert!(review("alice", "team-a"));
     assert!(!review("bob", "team-b"));
@@ -329,20 +322,27 @@ fn ordinary_users_are_decided_by_rbac_and_policies_by_admission() {
     cluster.undo(&mut changes).expect("undone");
 }
 
-/// Whether the RBAC authorizer lets `user` get pods cluster-wide, as a
-/// SubjectAccessReview.
-fn may_get_pods(cluster: &TestCluster, user: &str) -> bool {
+/// Whether the cluster allows the SubjectAccessReview of `spec`.
+fn allows(cluster: &TestCluster, spec: Value) -> bool {
     let written = cluster
         .write_as(
             None,
             Write::Create,
             &json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-                "spec": {"user": user, "resourceAttributes": {"verb": "get", "resource": "pods"}}}),
+                "spec": spec}),
             None,
             false,
         )
         .expect("answered");
     written.answer.expect("a review is answered")["status"]["allowed"] == true
+}
+
+/// Whether the RBAC authorizer lets `user` get pods cluster-wide.
+fn may_get_pods(cluster: &TestCluster, user: &str) -> bool {
+    allows(
+        cluster,
+        json!({"user": user, "resourceAttributes": {"verb": "get", "resource": "pods"}}),
+    )
 }
 
 /// A grant written, or taken away, is what the authorizer decides with

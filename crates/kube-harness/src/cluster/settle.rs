@@ -112,9 +112,9 @@ impl TestCluster {
 }
 
 /// A ClusterRole and its ClusterRoleBinding granting `get` on
-/// `cluster_wide`, then a Role and its RoleBinding granting `get` on
-/// `namespaced`, all to the sentinel user: the binding of each pair after
-/// its role, so that a grant in force means both were seen.
+/// `cluster_wide`, and a Role and its RoleBinding granting `get` on
+/// `namespaced`, all to the sentinel user: a grant is in force only once
+/// both its role and its binding are seen, so one sentinel of each kind.
 fn sentinels(name: &str, cluster_wide: &str, namespaced: &str) -> Vec<Value> {
     let rules = |resource: &str| json!([{"apiGroups": [SENTINEL_GROUP], "resources": [resource], "verbs": ["get"]}]);
     let subjects =
