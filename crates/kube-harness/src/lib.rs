@@ -340,13 +340,22 @@ mod tests {
 
     /// A stand-in for the program that answers `hello` with `reply`: what
     /// a program built from other sources than this client's would say.
+    ///
+    /// Written by a child process, not by this one: a file this process
+    /// holds open for writing can be inherited by a process another test
+    /// thread forks at that moment, and executing it then fails with
+    /// "Text file busy" (ETXTBSY; CI saw it once).
     fn program_answering(reply: &str) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kube-harness");
-        std::fs::write(&path, format!("#!/bin/sh\nread line\necho '{reply}'\n")).unwrap();
-        let mut permissions = std::fs::metadata(&path).unwrap().permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-        std::fs::set_permissions(&path, permissions).unwrap();
+        let script = format!("#!/bin/sh\nread line\necho '{reply}'\n");
+        let written = std::process::Command::new("sh")
+            .args(["-c", r#"printf '%s' "$1" > "$2" && chmod 755 "$2""#, "sh"])
+            .arg(&script)
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(written.success(), "{written}");
         (dir, path)
     }
 
