@@ -48,19 +48,25 @@ pub struct Wanted<'w> {
 ///
 /// A single evaluation reads whole only what `wanted` concerns. In a batch
 /// ([`Cluster::shared_answers`]) the store holds every object, is built
-/// once per namespace and shared by every evaluation of the batch.
+/// once per namespace and shared by every evaluation of the batch. When an
+/// object does not read whole, there is no such store, and each evaluation
+/// of the batch loads what it wants as a single evaluation does: it fails
+/// only if it wants that object, with the same message, so an audit and
+/// admission reach the same verdict.
 pub fn load(
     cluster: &dyn Cluster,
     namespace: &str,
     wanted: &Wanted<'_>,
 ) -> Result<Rc<RbacStore>, ContextError> {
-    match cluster.shared_answers() {
-        Some(shared) => shared
+    if let Some(shared) = cluster.shared_answers()
+        && let Ok(store) = shared
             .get_or_try_insert(format!("RBAC objects for \"{namespace}\""), || {
                 build(cluster, namespace)
-            }),
-        None => build_wanted(cluster, namespace, wanted).map(Rc::new),
+            })
+    {
+        return Ok(store);
     }
+    build_wanted(cluster, namespace, wanted).map(Rc::new)
 }
 
 fn build(cluster: &dyn Cluster, namespace: &str) -> Result<RbacStore, ContextError> {
@@ -568,6 +574,46 @@ mod tests {
                 ..UserInfo::default()
             };
             assert!(build_wanted(&cluster, "", &wanted(&bob)).is_ok());
+        }
+    }
+
+    /// In a batch, an object that does not read whole fails only the
+    /// evaluations that want it, as each alone, in the same words; the
+    /// others load what they want.
+    #[test]
+    fn a_batch_fails_on_an_unreadable_object_only_where_one_evaluation_does() {
+        let cluster = Lists(vec![
+            (
+                "ClusterRole",
+                json!([{"metadata": {"name": "reader"},
+                        "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]},
+                       {"metadata": {"name": "bad"}, "rules": [{"verbs": "get"}]}]),
+            ),
+            (
+                "ClusterRoleBinding",
+                json!([{"metadata": {"name": "a"}, "subjects": [{"kind": "User", "name": "alice"}],
+                        "roleRef": {"kind": "ClusterRole", "name": "bad"}},
+                       {"metadata": {"name": "b"}, "subjects": [{"kind": "User", "name": "bob"}],
+                        "roleRef": {"kind": "ClusterRole", "name": "reader"}}]),
+            ),
+        ]);
+        let bob = UserInfo {
+            username: "bob".into(),
+            ..UserInfo::default()
+        };
+        let batch = olm_guard_core::shared::Batch::new(&cluster);
+        for _ in 0..2 {
+            let alone = load(&cluster, "", &wanted(&bob)).unwrap();
+            let batched = load(&batch, "", &wanted(&bob)).unwrap();
+            assert_eq!(batched.rules_for(&bob, ""), alone.rules_for(&bob, ""));
+            assert_eq!(batched.rules_for(&bob, "").len(), 1);
+            let Err(alone) = load(&cluster, "", &wanted(&alice())) else {
+                panic!("alice wants the role that does not read");
+            };
+            let Err(batched) = load(&batch, "", &wanted(&alice())) else {
+                panic!("alice wants the role that does not read, in a batch too");
+            };
+            assert_eq!(batched.message, alone.message);
         }
     }
 

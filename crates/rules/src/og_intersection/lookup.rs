@@ -38,7 +38,8 @@ pub(super) struct OperatorGroups {
     /// evaluation asks each once.
     by_namespace_used: IndexedOnReuse<()>,
     by_api_used: IndexedOnReuse<()>,
-    indexed: OnceCell<Result<IndexedGroups, ContextError>>,
+    /// `None` when a group does not read whole ([`OperatorGroups::kept`]).
+    indexed: OnceCell<Option<IndexedGroups>>,
 }
 
 /// Every group of the answer, and where to find them.
@@ -63,6 +64,12 @@ impl OperatorGroups {
     /// over the answer on the first question of its kind (`used`); on a
     /// later one (a batch), the positions `lookup` finds in the index, each
     /// group checked by `still` all the same.
+    ///
+    /// The pass reads whole only the groups it keeps; the index reads every
+    /// group whole. When a group does not read whole, the index is not
+    /// built and every question is answered by the pass instead, so that an
+    /// evaluation in a batch reaches the verdict it reaches alone (a group
+    /// no question keeps fails neither).
     fn kept(
         &self,
         used: &IndexedOnReuse<()>,
@@ -70,32 +77,36 @@ impl OperatorGroups {
         lookup: impl FnOnce(&IndexedGroups) -> Vec<usize>,
         still: impl Fn(&OperatorGroup) -> bool,
     ) -> Result<Vec<OperatorGroup>, ContextError> {
-        let indexed = used.get(|| ()).map(|()| {
-            self.indexed.get_or_init(|| {
-                let mut groups = Vec::new();
-                self.answer
-                    .each(|group: OperatorGroup| groups.push(group))?;
-                Ok(IndexedGroups {
-                    by_namespace: Index::of(&groups, |group| [group.metadata.namespace.clone()]),
-                    by_api: Index::of(&groups, |group| {
-                        group
-                            .provided_apis()
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                    }),
-                    groups,
+        let indexed = used.get(|| ()).and_then(|()| {
+            self.indexed
+                .get_or_init(|| {
+                    let mut groups = Vec::new();
+                    self.answer
+                        .each(|group: OperatorGroup| groups.push(group))
+                        .ok()?;
+                    Some(IndexedGroups {
+                        by_namespace: Index::of(&groups, |group| {
+                            [group.metadata.namespace.clone()]
+                        }),
+                        by_api: Index::of(&groups, |group| {
+                            group
+                                .provided_apis()
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect::<Vec<_>>()
+                        }),
+                        groups,
+                    })
                 })
-            })
+                .as_ref()
         });
         match indexed {
-            Some(Ok(indexed)) => Ok(lookup(indexed)
+            Some(indexed) => Ok(lookup(indexed)
                 .into_iter()
                 .filter_map(|at| indexed.groups.get(at))
                 .filter(|group| still(group))
                 .cloned()
                 .collect()),
-            Some(Err(error)) => Err(error.clone()),
             None => {
                 let (mut positions, mut at) = (Vec::new(), 0);
                 self.answer.each(|listed: ListedOperatorGroup<'_>| {

@@ -1399,3 +1399,50 @@ fn listing_truncates() {
     let many: Vec<String> = (0..12).map(|i| i.to_string()).collect();
     assert_eq!(listing(&many), "0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 2 more");
 }
+
+/// An audit evaluates a batch in one instance: the first evaluation reads
+/// the groups it keeps in one pass, the later ones through an index of
+/// every group read whole. A group that does not read whole must change no
+/// verdict there that it does not change alone: when no question keeps it,
+/// it fails neither; when one does, both fail closed in the same words.
+/// (The fuzzer's fifth property found the batch failing where one
+/// evaluation passed.)
+#[test]
+fn a_batch_reads_an_unreadable_group_as_one_evaluation_does() {
+    const WIDGET_API: &str = "Widget.v1.widgets.example.com";
+    let new = request(
+        "CREATE",
+        OPERATOR_GROUP_KIND,
+        og(
+            "team",
+            "team",
+            json!({"targetNamespaces": ["team"]}),
+            Some(WIDGET_API),
+        ),
+    );
+    let other = og(
+        "other",
+        "other",
+        json!({"targetNamespaces": ["other"]}),
+        Some(WIDGET_API),
+    );
+    let broken_spec = json!({"targetNamespaces": [["olm"], ["olm"]]});
+    let unkept = og("olm", "olm-operators", broken_spec.clone(), None);
+    let kept = og("olm", "olm-operators", broken_spec, Some(WIDGET_API));
+    for (objects, allowed) in [
+        (vec![other.clone(), unkept], true),
+        (vec![other, kept], false),
+    ] {
+        let cluster = snapshot_of(objects);
+        let alone = check(&new, &cluster);
+        assert_eq!(alone.allowed, allowed, "{alone:?}");
+        let batch = olm_guard_core::shared::Batch::new(&cluster);
+        for evaluation in 1..=3 {
+            assert_eq!(
+                check(&new, &batch),
+                alone,
+                "evaluation {evaluation} of the batch"
+            );
+        }
+    }
+}
