@@ -2,7 +2,7 @@
 //!
 //! One implementation serves three callers: the host answers `kubernetes/can_i`
 //! with [`RbacStore::authorize`] over a snapshot, and the RBAC policies use
-//! [`covers`] and [`RbacStore::rules_for`] inside their modules. Keeping the
+//! [`covers()`] and [`RbacStore::rules_for`] inside their modules. Keeping the
 //! semantics in one place is what makes a local `can_i` answer agree with the
 //! checks a policy performs itself.
 //!
