@@ -1,5 +1,5 @@
 //! olm-guard's benchmarks, kept out of the libraries users link: the large
-//! built-in [`workloads`], their [`scale`] series, and [`measure`], which
+//! built-in [`workloads`], their [`scale`] series, and [`measure()`], which
 //! times a module against the same rule compiled natively (through
 //! [`olm_guard_rules::registry`]).
 

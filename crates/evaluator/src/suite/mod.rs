@@ -7,7 +7,7 @@
 //! A case that names `modules` (or `all`) and `objects` or a `bundle`
 //! judges a whole manifest as the API server would admit it, every document
 //! with every module policy-server would route it to ([`crate::preflight`]):
-//! "this install must pass" in an operator's CI ([`preflight`]).
+//! "this install must pass" in an operator's CI (`preflight`).
 //!
 //! Results are named as `kyverno test` names them: `pass` (admitted, no
 //! warning), `warn` (admitted with a warning), `fail` (denied) and `skip`

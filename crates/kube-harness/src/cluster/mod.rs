@@ -24,8 +24,8 @@
 //!   [`TestCluster::kubeconfig_for`] the broken ones the fault tests need.
 //!
 //! No controller runs (there is no kube-controller-manager): a deleted
-//! Namespace stays `Terminating` until [`TestCluster::delete_namespace`]
-//! clears its finalizer, ClusterRole aggregation is not filled in, no
+//! Namespace stays `Terminating` until [`TestCluster::remove`] clears
+//! its finalizer, ClusterRole aggregation is not filled in, no
 //! garbage collector deletes what an owner leaves (docs/live-cluster.md).
 //!
 //! Both processes are stopped by their ids when the [`TestCluster`] is

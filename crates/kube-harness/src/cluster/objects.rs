@@ -226,7 +226,8 @@ impl TestCluster {
     }
 
     /// `object` as a client creates it: without what the server sets
-    /// itself ([`without_server_fields`]), which a create must not carry.
+    /// itself (`uid`, `resourceVersion`, `creationTimestamp`, `generation`,
+    /// `managedFields`, `selfLink`), which a create must not carry.
     pub fn create_of(object: &Value) -> Value {
         without_server_fields(object)
     }
