@@ -2,6 +2,7 @@
 //! that evaluate RBAC themselves (Covers checks) instead of asking `can_i`.
 
 use rustc_hash::FxHashMap;
+use std::convert::Infallible;
 use std::rc::Rc;
 
 use olm_guard_core::UserInfo;
@@ -48,23 +49,25 @@ pub struct Wanted<'w> {
 ///
 /// A single evaluation reads whole only what `wanted` concerns. In a batch
 /// ([`Cluster::shared_answers`]) the store holds every object, is built
-/// once per namespace and shared by every evaluation of the batch. When an
-/// object does not read whole, there is no such store, and each evaluation
-/// of the batch loads what it wants as a single evaluation does: it fails
-/// only if it wants that object, with the same message, so an audit and
-/// admission reach the same verdict.
+/// once per namespace and shared by every evaluation of the batch. When it
+/// cannot be built (an object does not read whole, a list fails), the batch
+/// keeps that it has none, and each of its evaluations loads what it wants
+/// as a single evaluation does: it fails only if it wants that object or
+/// list, with its own message, so an audit and admission reach the same
+/// verdict.
 pub fn load(
     cluster: &dyn Cluster,
     namespace: &str,
     wanted: &Wanted<'_>,
 ) -> Result<Rc<RbacStore>, ContextError> {
-    if let Some(shared) = cluster.shared_answers()
-        && let Ok(store) = shared
-            .get_or_try_insert(format!("RBAC objects for \"{namespace}\""), || {
-                build(cluster, namespace)
-            })
-    {
-        return Ok(store);
+    if let Some(shared) = cluster.shared_answers() {
+        let Ok(whole) = shared.get_or_try_insert::<_, Infallible>(
+            format!("RBAC objects for \"{namespace}\""),
+            || Ok(build(cluster, namespace).ok().map(Rc::new)),
+        );
+        if let Some(store) = whole.as_ref() {
+            return Ok(store.clone());
+        }
     }
     build_wanted(cluster, namespace, wanted).map(Rc::new)
 }
@@ -454,8 +457,12 @@ mod tests {
     }
 
     fn alice() -> UserInfo {
+        user("alice")
+    }
+
+    fn user(name: &str) -> UserInfo {
         UserInfo {
-            username: "alice".into(),
+            username: name.into(),
             ..UserInfo::default()
         }
     }
@@ -569,10 +576,7 @@ mod tests {
             };
             assert_eq!(read.message, whole.message);
             assert!(read.message.contains("line 1 column"), "{}", read.message);
-            let bob = UserInfo {
-                username: "bob".into(),
-                ..UserInfo::default()
-            };
+            let bob = user("bob");
             assert!(build_wanted(&cluster, "", &wanted(&bob)).is_ok());
         }
     }
@@ -597,10 +601,7 @@ mod tests {
                         "roleRef": {"kind": "ClusterRole", "name": "reader"}}]),
             ),
         ]);
-        let bob = UserInfo {
-            username: "bob".into(),
-            ..UserInfo::default()
-        };
+        let bob = user("bob");
         let batch = olm_guard_core::shared::Batch::new(&cluster);
         for _ in 0..2 {
             let alone = load(&cluster, "", &wanted(&bob)).unwrap();
