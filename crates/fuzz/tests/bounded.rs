@@ -1,7 +1,7 @@
 //! The bounded, seeded fuzz run of `make test`: every registered module,
 //! through the host, keeps its five properties on mutated scenario inputs.
 
-use std::path::PathBuf;
+mod common;
 
 use olm_guard_rules::registry;
 use olm_guard_runtime::{Limits, Runtime};
@@ -9,18 +9,13 @@ use olm_guard_runtime::{Limits, Runtime};
 const ITERATIONS: u64 = 300;
 const SEED: u64 = 20261123;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 #[test]
 fn every_module_keeps_its_properties_under_mutation() {
     let runtime = Runtime::new(Limits::default()).unwrap();
     let mut failures = Vec::new();
     for module in registry::names() {
-        let policy = olm_guard_fuzz::load(&runtime, &root().join("dist"), module)
-            .unwrap_or_else(|e| panic!("{module}: {e:#}; run make dist"));
-        let seeds = olm_guard_fuzz::seeds(&root().join("testdata"), module).unwrap();
+        let policy = common::module(&runtime, module);
+        let seeds = common::seeds(module);
         assert!(
             !seeds.is_empty(),
             "{module} has no scenario requests to mutate"

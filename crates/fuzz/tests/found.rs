@@ -2,16 +2,13 @@
 //! cases through the host (the module in `dist/`, as `make test` builds
 //! it), so that they stay fixed whatever the seeded run's inputs become.
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::Arc;
 
 use olm_guard_runtime::{Limits, Runtime};
 use olm_guard_snapshot::Snapshot;
 use serde_json::json;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// Property 5 (seed 13): an OperatorGroup the request never looks at, with
 /// `spec.targetNamespaces` a list of lists, failed the second evaluation of
@@ -20,9 +17,8 @@ fn root() -> PathBuf {
 #[test]
 fn og_intersection_batch_with_an_unreadable_group_answers_as_alone() {
     let runtime = Runtime::new(Limits::default()).unwrap();
-    let policy = olm_guard_fuzz::load(&runtime, &root().join("dist"), "og-intersection")
-        .unwrap_or_else(|e| panic!("og-intersection: {e:#}; run make dist"));
-    let seeds = olm_guard_fuzz::seeds(&root().join("testdata"), "og-intersection").unwrap();
+    let policy = common::module(&runtime, "og-intersection");
+    let seeds = common::seeds("og-intersection");
     let seed = seeds
         .iter()
         .find(|seed| seed.origin.ends_with("og-r3-mis-cased-annotation-allowed"))
