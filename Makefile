@@ -147,7 +147,11 @@ SHOWN_TESTS := every_scenario_agrees_with_kubewardens_wapc_host \
 # crates/kube-harness/go/go.sum) and the Go tests of what it copies from
 # Kubernetes, the test cluster's kube-apiserver (built once per machine from
 # its source archive and kept, or $KUBE_APISERVER), the modules, the playground (with wasm-bindgen-cli, installed
-# into the target directory on a fresh machine). The CLI as `make examples`
+# into the target directory on a fresh machine), and Kubewarden's policy-server,
+# which the webhook tests register as kube-apiserver's admission webhook (built
+# once per machine from its source archive and kept, or $POLICY_SERVER; the
+# longest step of a fresh machine, last so that it takes both cores once the
+# test build is done). The CLI as `make examples`
 # builds it (without the registry and plot features) comes out of the test
 # build, as the workspace package host/minimal.
 test-side:
@@ -156,6 +160,7 @@ test-side:
 	scripts/build-kube-apiserver.sh
 	+scripts/build-wasm.sh $(POLICIES)
 	+scripts/build-playground.sh
+	+scripts/build-policy-server.sh
 
 # Modules vs the same rules compiled natively, on the large built-in inputs;
 # one-shot runs with and without the compile cache; every context-aware module
@@ -180,8 +185,9 @@ bench: dist
 	python3 scripts/audit-scale.py $(RELEASE)/olm-guard 10000 30000 100000
 	$(RELEASE)/olm-guard-live-bench --olm-guard $(RELEASE)/olm-guard --dist dist --objects 10000
 
-# deploy/: a ClusterAdmissionPolicy per module and policies.yml for a bare
-# policy-server, generated from the modules' metadata; deploy/native/: the
+# deploy/kubewarden/: a ClusterAdmissionPolicy per module (beside
+# policy-server's RBAC, written by hand); deploy/policies.yml for a bare
+# policy-server; both generated from the modules' metadata; deploy/native/: the
 # ValidatingAdmissionPolicies and CRD patches generated from the rules, for
 # clusters without Kubewarden (tests check both for drift); deploy/native-spec-group/:
 # group-authorization for a cluster that adopts spec.group, with its staged CRD
@@ -189,10 +195,10 @@ bench: dist
 # settings that rewrite objects (backfillGroupFromLabel, migrateLegacy), with
 # their MutatingAdmissionPolicies.
 deploy: dist
-	@mkdir -p deploy
+	@mkdir -p deploy/kubewarden
 	@for p in $(POLICIES); do \
 	  $(HOST) scaffold manifest --type ClusterAdmissionPolicy --allow-context-aware \
-	    dist/$$p.wasm --output-file deploy/$$p.yaml 2>/dev/null || exit 1; \
+	    dist/$$p.wasm --output-file deploy/kubewarden/$$p.yaml 2>/dev/null || exit 1; \
 	done
 	$(HOST) scaffold policies $(patsubst %,dist/%.wasm,$(POLICIES)) --output-file deploy/policies.yml
 	@rm -rf deploy/native

@@ -39,7 +39,7 @@ fn module_arg(name: &str) -> String {
     }
 }
 
-/// The command that writes `deploy/<name>.yaml`.
+/// The command that writes `deploy/kubewarden/<name>.yaml`.
 fn manifest_command(name: &str) -> Vec<String> {
     [
         "scaffold",
@@ -98,7 +98,7 @@ fn embedded_metadata(name: &str) -> Metadata {
 fn deploy_files_are_what_scaffold_writes() {
     let mut expected: BTreeSet<String> = BTreeSet::new();
     let mut files: Vec<(String, Vec<String>)> = registry::names()
-        .map(|name| (format!("{name}.yaml"), manifest_command(name)))
+        .map(|name| (format!("kubewarden/{name}.yaml"), manifest_command(name)))
         .collect();
     files.push(("policies.yml".into(), policies_command()));
     for (file, command) in &files {
@@ -115,18 +115,35 @@ fn deploy_files_are_what_scaffold_writes() {
     // Written by hand, not generated: the verification config a
     // policy-server is started with (tests/signing.rs reads it).
     expected.insert("verification-config.yml".into());
-    // Written by hand: the RBAC of `audit` (tests/control_plane.rs).
+    // Written by hand: the RBAC of `audit` (tests/control_plane.rs) and of
+    // policy-server (crates/conformance/tests/webhook.rs).
     expected.insert("audit-rbac.yaml".into());
-    // deploy/native/ is the native policies' (tests/native.rs).
-    let present: BTreeSet<String> = std::fs::read_dir(root().join("deploy"))
-        .unwrap()
-        .map(|e| e.unwrap())
-        .filter(|e| e.path().is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+    expected.insert("kubewarden/policy-server-rbac.yaml".into());
+    // deploy/native*/ are the native policies' (tests/native.rs).
+    let files_of = |dir: &str| -> Vec<String> {
+        std::fs::read_dir(root().join("deploy").join(dir))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.path().is_file())
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if dir.is_empty() {
+                    name
+                } else {
+                    format!("{dir}/{name}")
+                }
+            })
+            .collect()
+    };
+    let present: BTreeSet<String> = files_of("")
+        .into_iter()
+        .chain(files_of("kubewarden"))
         .collect();
     assert_eq!(
         present, expected,
-        "deploy/ holds exactly one manifest per registered rule and policies.yml"
+        "deploy/kubewarden/ holds exactly one manifest per registered rule and policy-server's \
+         RBAC (so that `kubectl apply -f deploy/kubewarden/` installs the policies), deploy/ \
+         policies.yml and the files written by hand"
     );
 }
 
@@ -198,11 +215,14 @@ fn schemas() -> Schemas {
 fn deploy_manifests_match_the_crds() {
     let schemas = schemas();
     for name in registry::names() {
-        let manifest = read_yaml(&deploy(&format!("{name}.yaml")));
+        let manifest = read_yaml(&deploy(&format!("kubewarden/{name}.yaml")));
         assert_eq!(manifest["kind"], "ClusterAdmissionPolicy");
         assert_eq!(manifest["apiVersion"], "policies.kubewarden.io/v1");
         let found = violations(&schemas.cluster, &manifest);
-        assert!(found.is_empty(), "deploy/{name}.yaml: {found:#?}");
+        assert!(
+            found.is_empty(),
+            "deploy/kubewarden/{name}.yaml: {found:#?}"
+        );
     }
 }
 
@@ -244,7 +264,7 @@ type Breakage = fn(&mut Value);
 #[test]
 fn the_schema_check_catches_broken_manifests() {
     let schemas = schemas();
-    let good = read_yaml(&deploy("og-intersection.yaml"));
+    let good = read_yaml(&deploy("kubewarden/og-intersection.yaml"));
     assert!(violations(&schemas.cluster, &good).is_empty());
     let broken: [(&str, Breakage); 5] = [
         ("a misspelt field", |m| {
@@ -286,7 +306,7 @@ fn the_schema_check_catches_broken_manifests() {
 #[test]
 fn manifests_carry_each_modules_metadata() {
     for name in registry::names() {
-        let manifest = read_yaml(&deploy(&format!("{name}.yaml")));
+        let manifest = read_yaml(&deploy(&format!("kubewarden/{name}.yaml")));
         let source: Value =
             serde_yaml_ng::from_str(registry::find(name).unwrap().metadata_yaml).unwrap();
         let embedded = serde_json::to_value(embedded_metadata(name)).unwrap();

@@ -36,8 +36,15 @@ impl Samples {
 
     /// The 90th percentile.
     pub fn p90(&self) -> Duration {
+        self.percentile(0.9)
+    }
+
+    /// The `share`th quantile (`0.99`: the 99th percentile), the nearest
+    /// sample at or below it.
+    pub fn percentile(&self, share: f64) -> Duration {
         let v = self.sorted();
-        v.get((v.len() * 9 / 10).min(v.len().saturating_sub(1)))
+        let at = (v.len() as f64 * share) as usize;
+        v.get(at.min(v.len().saturating_sub(1)))
             .copied()
             .unwrap_or_default()
     }

@@ -23,6 +23,7 @@
 pub mod native;
 pub mod policy_evaluator;
 pub mod reference;
+pub mod requests;
 pub mod scenario;
 pub mod served;
 pub mod verdict;

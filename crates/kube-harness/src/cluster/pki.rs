@@ -36,14 +36,17 @@ pub enum Identity {
     UntrustedServer,
 }
 
-/// The cluster's certificates.
-pub(super) struct Pki {
-    pub(super) ca_pem: String,
+/// A throw-away certificate authority: the test cluster's, or the one
+/// policy-server's serving certificate is signed by.
+pub(crate) struct Pki {
+    pub(crate) ca_pem: String,
+    /// The same certificate, DER (what a client's root store takes).
+    pub(crate) ca_der: Vec<u8>,
     issuer: Issuer<'static, KeyPair>,
 }
 
 impl Pki {
-    pub(super) fn new(name: &str) -> Result<Pki, rcgen::Error> {
+    pub(crate) fn new(name: &str) -> Result<Pki, rcgen::Error> {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.distinguished_name.push(DnType::CommonName, name);
@@ -51,6 +54,7 @@ impl Pki {
         let ca = params.self_signed(&key)?;
         Ok(Pki {
             ca_pem: ca.pem(),
+            ca_der: ca.der().to_vec(),
             issuer: Issuer::new(params, key),
         })
     }
@@ -62,7 +66,10 @@ impl Pki {
         Ok((cert.pem(), key.serialize_pem()))
     }
 
-    pub(super) fn serving(&self) -> Result<(String, String), rcgen::Error> {
+    /// A serving certificate for `127.0.0.1` (an IP subjectAltName, which
+    /// a client checks an address against) and `localhost`: (certificate,
+    /// key) as PEM.
+    pub(crate) fn serving(&self) -> Result<(String, String), rcgen::Error> {
         let mut params =
             CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])?;
         params
@@ -124,24 +131,11 @@ pub(super) fn write_kubeconfig(
         Identity::ForeignCertificate => (pki.ca_pem.clone(), admin(&other()?, false)?),
         Identity::UntrustedServer => (other()?.ca_pem, admin(pki, false)?),
     };
-    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
-    let config = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "olm-guard-test", "cluster": {
-            "server": server,
-            "certificate-authority-data": b64(&ca),
-        }}],
-        "users": [{"name": "olm-guard-test-user", "user": {
-            "client-certificate-data": b64(&cert),
-            "client-key-data": b64(&key),
-        }}],
-        "contexts": [{"name": "olm-guard-test", "context": {
-            "cluster": "olm-guard-test",
-            "user": "olm-guard-test-user",
-        }}],
-        "current-context": "olm-guard-test",
+    let user = json!({
+        "client-certificate-data": b64(&cert),
+        "client-key-data": b64(&key),
     });
+    let config = kubeconfig(server, &ca, user);
     let name = match identity {
         Identity::Admin => "kubeconfig".to_string(),
         Identity::User { name, .. } => format!("kubeconfig-user-{}", file_safe(name)),
@@ -156,6 +150,47 @@ pub(super) fn write_kubeconfig(
     Ok(path)
 }
 
+/// Writes a kubeconfig (context `olm-guard-test`) named `file` into `dir`
+/// whose user is a bearer `token` (a ServiceAccount's, as a pod mounts
+/// one), trusting `pki`'s CA.
+pub(super) fn write_token_kubeconfig(
+    dir: &Path,
+    server: &str,
+    pki: &Pki,
+    file: &str,
+    token: &str,
+) -> Result<PathBuf, ClusterError> {
+    let config = kubeconfig(server, &pki.ca_pem, json!({"token": token}));
+    let path = dir.join(file_safe(file));
+    let text =
+        serde_json::to_string_pretty(&config).map_err(|e| request_error("a kubeconfig", e))?;
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// A kubeconfig of one cluster (`server`, trusting `ca`), one user and the
+/// context `olm-guard-test` that joins them.
+fn kubeconfig(server: &str, ca: &str, user: serde_json::Value) -> serde_json::Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "olm-guard-test", "cluster": {
+            "server": server,
+            "certificate-authority-data": b64(ca),
+        }}],
+        "users": [{"name": "olm-guard-test-user", "user": user}],
+        "contexts": [{"name": "olm-guard-test", "context": {
+            "cluster": "olm-guard-test",
+            "user": "olm-guard-test-user",
+        }}],
+        "current-context": "olm-guard-test",
+    })
+}
+
+fn b64(text: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
 /// `name` with every character a file name might not take as `-`.
 fn file_safe(name: &str) -> String {
     name.chars()
@@ -163,7 +198,7 @@ fn file_safe(name: &str) -> String {
         .collect()
 }
 
-pub(super) fn pki_error(e: rcgen::Error) -> ClusterError {
+pub(crate) fn pki_error(e: rcgen::Error) -> ClusterError {
     ClusterError::Request {
         what: "making its certificates".into(),
         reason: e.to_string(),

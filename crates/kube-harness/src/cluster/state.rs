@@ -85,14 +85,62 @@ impl TestCluster {
         }
     }
 
+    /// [`TestCluster::put`] of every object of `objects` at once, a few
+    /// requests in flight at a time: objects nothing orders (none a
+    /// Namespace or CRD another of them needs). Each answer in the order of
+    /// `objects`; what they changed is added to `changes` in that order.
+    pub fn put_at_once(&self, objects: &[Value], changes: &mut Changes) -> Vec<PutAnswer> {
+        if objects.is_empty() {
+            return Vec::new();
+        }
+        let per_thread = objects.len().div_ceil(DELETES_AT_ONCE);
+        let done: Vec<(Changes, Vec<PutAnswer>)> = std::thread::scope(|scope| {
+            let putting: Vec<_> = objects
+                .chunks(per_thread)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        let mut changed = Changes::default();
+                        let answers = chunk
+                            .iter()
+                            .map(|object| self.put(object, &mut changed))
+                            .collect::<Vec<_>>();
+                        (changed, answers)
+                    })
+                })
+                .collect();
+            putting
+                .into_iter()
+                .map(|thread| {
+                    thread.join().unwrap_or_else(|_| {
+                        (
+                            Changes::default(),
+                            vec![Err(request_error("putting", "a putting thread panicked"))],
+                        )
+                    })
+                })
+                .collect()
+        });
+        let mut answers = Vec::with_capacity(objects.len());
+        for (changed, put) in done {
+            changes.entries.extend(changed.entries);
+            answers.extend(put);
+        }
+        answers
+    }
+
     /// Undoes `changes`, newest first: deletes what was created (its
     /// finalizers dropped first; a Namespace finalized, a CRD waited for
-    /// until it is gone) and puts back what was replaced.
+    /// until it is gone; a run of objects that hold no others deleted at
+    /// once) and puts back what was replaced.
     /// When one cannot be undone, it and those older stay in `changes`, for
     /// the caller to try again (once an admission policy that refused a
     /// delete is gone, say).
     pub fn undo(&self, changes: &mut Changes) -> Result<(), ClusterError> {
-        while let Some(change) = changes.entries.last() {
+        while !changes.entries.is_empty() {
+            self.remove_newest_at_once(changes)?;
+            let Some(change) = changes.entries.last() else {
+                break;
+            };
             match change {
                 Change::Created(object) => self.remove(object)?,
                 Change::Replaced(original) => {
@@ -109,6 +157,64 @@ impl TestCluster {
         Ok(())
     }
 
+    /// Deletes the newest created objects that hold no others (not a
+    /// Namespace, not a CRD) at once, a few requests in flight at a time:
+    /// nothing orders their deletion. Those deleted leave `changes`; one
+    /// that cannot be deleted stays, with its error.
+    fn remove_newest_at_once(&self, changes: &mut Changes) -> Result<(), ClusterError> {
+        let run = changes
+            .entries
+            .iter()
+            .rev()
+            .take_while(|change| matches!(change, Change::Created(object) if !holds_others(object)))
+            .count();
+        if run < 2 {
+            return Ok(());
+        }
+        let from = changes.entries.len() - run;
+        let results: Vec<Result<(), ClusterError>> = {
+            let objects: Vec<&Value> = changes.entries[from..]
+                .iter()
+                .filter_map(|change| match change {
+                    Change::Created(object) => Some(object),
+                    Change::Replaced(_) => None,
+                })
+                .collect();
+            let per_thread = objects.len().div_ceil(DELETES_AT_ONCE);
+            std::thread::scope(|scope| {
+                let deleting: Vec<_> = objects
+                    .chunks(per_thread)
+                    .map(|chunk| {
+                        scope.spawn(move || {
+                            chunk
+                                .iter()
+                                .map(|object| self.remove(object))
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                deleting
+                    .into_iter()
+                    .flat_map(|thread| {
+                        thread.join().unwrap_or_else(|_| {
+                            vec![Err(request_error("deleting", "a deleting thread panicked"))]
+                        })
+                    })
+                    .collect()
+            })
+        };
+        let mut first_error = None;
+        let mut kept = Vec::new();
+        for (change, result) in changes.entries.drain(from..).zip(results) {
+            if let Err(e) = result {
+                first_error.get_or_insert(e);
+                kept.push(change);
+            }
+        }
+        changes.entries.extend(kept);
+        first_error.map_or(Ok(()), Err)
+    }
+
     /// Deletes `object` so that it is gone when this returns (nothing when
     /// it is gone already).
     pub fn remove(&self, object: &Value) -> Result<(), ClusterError> {
@@ -116,17 +222,34 @@ impl TestCluster {
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
-        if api_version == "v1" && kind == "Namespace" && IMMORTAL_NAMESPACES.contains(&name) {
+        let namespace = api_version == "v1" && kind == "Namespace";
+        if namespace && IMMORTAL_NAMESPACES.contains(&name) {
             return Ok(());
         }
-        let present = self.answer_or_gone(self.runtime.block_on(api.get(name)))?;
-        let Some(stored) = present else {
+        // Gone at once (the server answers a Status, or the object as it
+        // was) unless something holds it: its finalizers, which no
+        // controller here would clear, or a Namespace's `kubernetes`
+        // finalizer.
+        let answer = match self
+            .runtime
+            .block_on(api.delete(name, &DeleteParams::default()))
+        {
+            Ok(answer) => answer,
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+            Err(e) => return Err(request_error(&format!("deleting {}", describe(object)), e)),
+        };
+        let Some(held) = answer.left() else {
             return Ok(());
         };
-        if stored["metadata"]["finalizers"]
-            .as_array()
-            .is_some_and(|f| !f.is_empty())
-        {
+        let finalizers = held
+            .metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| !f.is_empty());
+        if !namespace && !finalizers && held.metadata.deletion_timestamp.is_none() {
+            return Ok(());
+        }
+        if finalizers {
             let patch = json!({"metadata": {"finalizers": null}});
             self.answer_or_gone(self.runtime.block_on(api.patch(
                 name,
@@ -134,15 +257,7 @@ impl TestCluster {
                 &Patch::Merge(&patch),
             )))?;
         }
-        match self
-            .runtime
-            .block_on(api.delete(name, &DeleteParams::default()))
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
-            Err(e) => return Err(request_error(&format!("deleting {}", describe(object)), e)),
-        }
-        if api_version == "v1" && kind == "Namespace" {
+        if namespace {
             self.finalize_namespace(name)?;
         }
         self.wait_gone(&api, name, &describe(object))
@@ -253,6 +368,20 @@ impl TestCluster {
     /// the cluster's whole RBAC, as a scenario's file lists it. The
     /// administrator (`system:masters`) needs none. How many were deleted.
     pub fn remove_default_rbac(&self) -> Result<usize, ClusterError> {
+        self.remove_default_rbac_keeping(&[])
+            .map(|(removed, _)| removed)
+    }
+
+    /// [`TestCluster::remove_default_rbac`], but the objects named `keep`
+    /// (of any of the four kinds) stay: how many were deleted, and those
+    /// kept, as stored. A program the tests start under an identity of its
+    /// own needs `system:discovery` to find the kinds it reads, as on every
+    /// cluster.
+    pub fn remove_default_rbac_keeping(
+        &self,
+        keep: &[&str],
+    ) -> Result<(usize, Vec<Value>), ClusterError> {
+        let mut kept = Vec::new();
         let mut removed = 0;
         for kind in ["ClusterRoleBinding", "ClusterRole", "RoleBinding", "Role"] {
             let probe = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind});
@@ -268,12 +397,36 @@ impl TestCluster {
                 let mut object = object;
                 object["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
                 object["kind"] = json!(kind);
+                if object["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|name| keep.contains(&name))
+                {
+                    kept.push(object);
+                    continue;
+                }
                 self.remove(&object)?;
                 removed += 1;
             }
         }
-        Ok(removed)
+        Ok((removed, kept))
     }
+}
+
+/// [`TestCluster::put`]'s answer: the stored object or the server's
+/// refusal, or why the request could not be made.
+pub type PutAnswer = Result<Result<Value, Refusal>, ClusterError>;
+
+/// How many writes (deletes, puts) are in flight at once when nothing
+/// orders them.
+const DELETES_AT_ONCE: usize = 8;
+
+/// Whether deleting `object` deletes others with it, or waits for them: a
+/// Namespace (its objects), a CRD (its custom resources).
+fn holds_others(object: &Value) -> bool {
+    matches!(
+        object["kind"].as_str(),
+        Some("Namespace" | "CustomResourceDefinition")
+    )
 }
 
 /// Whether `a` and `b` name the same object: kind, namespace, name.
