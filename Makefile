@@ -125,20 +125,24 @@ test: fmt-check
 	$(MAKE) --no-print-directory annotate
 	$(LINTED) $(CARGO) test --workspace -- $(foreach t,$(SHOWN_TESTS),--skip $(t))
 	$(LINTED) $(CARGO) test --workspace --test reference_host --test native_policies \
-	  --test control_plane --test live_cluster -- --nocapture --exact $(SHOWN_TESTS)
+	  --test control_plane --test live_cluster --test webhook -- --nocapture --exact $(SHOWN_TESTS)
 	$(MAKE) --no-print-directory record-replay
 
 # Kubewarden's own waPC host on every scenario (crates/conformance), the
 # native policies against the modules on every scenario, the native
-# policies enforced by kube-apiserver, and every scenario that reads the
-# cluster answered by kube-apiserver, run on their own with their output
-# shown: they print `reference waPC host: N/N agree`, `native policies: N/N
-# agree`, `control plane: N/N native scenarios enforced as the module
-# decides` and `live cluster: N/N scenarios agree on kube-apiserver`.
+# policies enforced by kube-apiserver, every scenario that reads the
+# cluster answered by kube-apiserver, and every scenario sent through
+# kube-apiserver to Kubewarden's policy-server as its webhook, run on their
+# own with their output shown: they print `reference waPC host: N/N agree`,
+# `native policies: N/N agree`, `control plane: N/N native scenarios
+# enforced as the module decides`, `live cluster: N/N scenarios agree on
+# kube-apiserver` and `webhook: N/N scenarios decided by policy-server as
+# the module decides`.
 SHOWN_TESTS := every_scenario_agrees_with_kubewardens_wapc_host \
   native_policies_agree_with_the_modules_on_every_scenario \
   native_policies_are_enforced_by_kube_apiserver_as_the_modules_decide \
-  every_scenario_reading_the_cluster_agrees_on_a_whole_control_plane
+  every_scenario_reading_the_cluster_agrees_on_a_whole_control_plane \
+  every_scenario_is_decided_by_policy_server_as_the_module_decides
 
 # Beside the test build, one after the other (apt takes one lock, and the
 # module and playground builds share cargo's target/wasm layout): the test

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use olm_guard_core::UserInfo;
 use olm_guard_core::listed::{Keyed, ListAnswer, Meta, Named, Str};
-use olm_guard_core::protocol::{ListAllResourcesRequest, ListResourcesByNamespaceRequest};
+use olm_guard_core::protocol::ListAllResourcesRequest;
 use olm_guard_core::selector::Selector;
 use olm_guard_core::{Cluster, ClusterExt, ContextError};
 use serde::Deserialize;
@@ -70,6 +70,38 @@ pub fn load(
         }
     }
     build_wanted(cluster, namespace, wanted).map(Rc::new)
+}
+
+/// Every ClusterRole with an aggregationRule, and nothing else: what a rule
+/// that asks only which aggregated roles a role's labels feed
+/// ([`crate::aggregation::fed_by`]) needs. One evaluation lists the
+/// ClusterRoles masked to their `aggregationRule` (no rules, no bindings):
+/// policy-server builds each answer anew for each request, and a cluster
+/// holds thousands of ClusterRoles but a handful of aggregated ones. A
+/// batch shares the whole store [`load`] builds.
+pub fn aggregated_roles(cluster: &dyn Cluster) -> Result<Rc<RbacStore>, ContextError> {
+    let wanted = Wanted {
+        user: &UserInfo::default(),
+        selected_by: &[],
+        aggregated: true,
+    };
+    if cluster.shared_answers().is_some() {
+        return load(cluster, "", &wanted);
+    }
+    let answer = cluster
+        .list_all_answer(
+            &ListAllResourcesRequest::new(RBAC_API_VERSION, "ClusterRole")
+                .field_masks(["aggregationRule"]),
+        )
+        .map_err(|e| failed(e, "ClusterRole", ""))?;
+    let roles = read_roles(&answer, &wanted, "ClusterRole", "")?;
+    let aggregated = roles.whole::<ClusterRole>(&answer, &[], "ClusterRole", "")?;
+    Ok(Rc::new(RbacStore::new(
+        aggregated,
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    )))
 }
 
 fn build(cluster: &dyn Cluster, namespace: &str) -> Result<RbacStore, ContextError> {
@@ -159,6 +191,8 @@ struct RoleRead<'a> {
     first_key: Option<&'a str>,
     /// Wanted whatever the bindings grant (selected, aggregated).
     itself: bool,
+    /// In the namespace asked about (or cluster-scoped).
+    in_scope: bool,
 }
 
 impl RoleRead<'_> {
@@ -174,9 +208,9 @@ impl RolesRead<'_> {
     /// last role of a name.
     fn wanted(&self, granted: &[&str]) -> Vec<usize> {
         let wanted_at = |at: usize| {
-            self.items
-                .get(at)
-                .is_some_and(|role| role.itself || granted.contains(&role.name.as_str()))
+            self.items.get(at).is_some_and(|role| {
+                role.in_scope && (role.itself || granted.contains(&role.name.as_str()))
+            })
         };
         // Where each wanted role's name (in its namespace) last appears:
         // a later role of that name replaces it, wanted or not.
@@ -233,11 +267,16 @@ fn read_roles<'a>(
                     .selected_by
                     .iter()
                     .any(|s| s.matches_by(|key| meta.labels.get(key)));
+            let role_namespace = meta.namespace.unwrap_or_default();
+            // A Role of another namespace than the one asked about (the
+            // answer holds every namespace's) is never wanted.
+            let in_scope = namespace.is_empty() || role_namespace.as_str() == namespace;
             items.push(RoleRead {
-                namespace: meta.namespace.unwrap_or_default(),
+                namespace: role_namespace,
                 name: meta.name.unwrap_or_default(),
                 first_key: role.first_key,
                 itself,
+                in_scope,
             });
         })
         .map_err(|e| failed(e, kind, namespace))?;
@@ -320,14 +359,16 @@ fn read_bindings(
                 .metadata
                 .as_ref()
                 .map_or("", |m| Str::of(&m.namespace));
-            let applies = binding.item.subjects.iter().flatten().any(|subject| {
-                let subject = (
-                    Str::of(&subject.kind),
-                    Str::of(&subject.name),
-                    Str::of(&subject.namespace),
-                );
-                subject_is(subject, binding_namespace, wanted.user)
-            });
+            let in_scope = namespace.is_empty() || binding_namespace == namespace;
+            let applies = in_scope
+                && binding.item.subjects.iter().flatten().any(|subject| {
+                    let subject = (
+                        Str::of(&subject.kind),
+                        Str::of(&subject.name),
+                        Str::of(&subject.namespace),
+                    );
+                    subject_is(subject, binding_namespace, wanted.user)
+                });
             if applies {
                 applying.push((at, binding.first_key));
             }
@@ -343,16 +384,22 @@ fn answer_all(cluster: &dyn Cluster, kind: &str) -> Result<ListAnswer, ContextEr
         .map_err(|e| failed(e, kind, ""))
 }
 
+/// Every object of the namespaced `kind` (a Role or RoleBinding), of every
+/// namespace, for a question about `namespace`: one list of the whole kind,
+/// not one per namespace. policy-server keeps a watch-backed reflector per
+/// distinct list request for as long as it runs, and every watch holds one
+/// of the HTTP/2 streams kube-apiserver allows its one connection (100 by
+/// default): a list per namespace would open one more watch for every
+/// namespace a request names, until policy-server stops answering
+/// (docs/performance.md, "The webhook path at scale"). The readers keep
+/// the namespace's objects alone.
 fn answer_in(
     cluster: &dyn Cluster,
     kind: &str,
     namespace: &str,
 ) -> Result<ListAnswer, ContextError> {
     cluster
-        .list_by_namespace_read(
-            &ListResourcesByNamespaceRequest::new(RBAC_API_VERSION, kind, namespace),
-            Ok,
-        )
+        .list_all_answer(&ListAllResourcesRequest::new(RBAC_API_VERSION, kind))
         .map_err(|e| failed(e, kind, namespace))
 }
 
@@ -375,24 +422,43 @@ fn list_all<T: DeserializeOwned>(
         .map_err(|e| failed(e, kind, ""))
 }
 
-fn list_in<T: DeserializeOwned>(
+/// The objects of the namespaced `kind` in `namespace`, from one list of
+/// the whole kind (see [`answer_in`]).
+fn list_in<T: DeserializeOwned + InNamespace>(
     cluster: &dyn Cluster,
     kind: &str,
     namespace: &str,
 ) -> Result<Vec<T>, ContextError> {
-    cluster
-        .list_by_namespace_as(&ListResourcesByNamespaceRequest::new(
-            RBAC_API_VERSION,
-            kind,
-            namespace,
-        ))
-        .map_err(|e| failed(e, kind, namespace))
+    let mut all: Vec<T> = cluster
+        .list_all_as(&ListAllResourcesRequest::new(RBAC_API_VERSION, kind))
+        .map_err(|e| failed(e, kind, namespace))?;
+    all.retain(|object| object.namespace() == namespace);
+    Ok(all)
+}
+
+/// The namespace a Role or RoleBinding is in.
+trait InNamespace {
+    fn namespace(&self) -> &str;
+}
+
+impl InNamespace for Role {
+    fn namespace(&self) -> &str {
+        &self.metadata.namespace
+    }
+}
+
+impl InNamespace for RoleBinding {
+    fn namespace(&self) -> &str {
+        &self.metadata.namespace
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use olm_guard_core::protocol::{CanIRequest, GetResourceRequest, SubjectAccessReviewStatus};
+    use olm_guard_core::protocol::{
+        CanIRequest, GetResourceRequest, ListResourcesByNamespaceRequest, SubjectAccessReviewStatus,
+    };
     use olm_guard_core::{ContextErrorKind, NoCluster};
     use serde_json::json;
     use std::cell::RefCell;
@@ -414,6 +480,15 @@ mod tests {
                 "ClusterRoleBinding" => json!([{"metadata": {"name": "b"},
                     "subjects": [{"kind": "User", "name": "alice"}],
                     "roleRef": {"kind": "ClusterRole", "name": "reader"}}]),
+                // Every namespace's: a load for "team" keeps team's alone.
+                "Role" => json!(["team", "other"].map(|ns| json!({
+                    "metadata": {"name": "cm", "namespace": ns},
+                    "rules": [{"verbs": [format!("update-{ns}")], "apiGroups": [""],
+                        "resources": ["configmaps"]}]}))),
+                "RoleBinding" => json!(["team", "other"].map(|ns| json!({
+                    "metadata": {"name": "rb", "namespace": ns},
+                    "subjects": [{"kind": "User", "name": "alice"}],
+                    "roleRef": {"kind": "Role", "name": "cm"}}))),
                 _ => {
                     return Err(ContextError::new(
                         ContextErrorKind::NotFound,
@@ -427,18 +502,13 @@ mod tests {
             &self,
             r: &ListResourcesByNamespaceRequest,
         ) -> Result<Vec<u8>, ContextError> {
-            self.asked
-                .borrow_mut()
-                .push(format!("{} {} in {}", r.api_version, r.kind, r.namespace));
-            let items = match r.kind.as_str() {
-                "Role" => json!([{"metadata": {"name": "cm", "namespace": r.namespace},
-                    "rules": [{"verbs": ["update"], "apiGroups": [""], "resources": ["configmaps"]}]}]),
-                "RoleBinding" => json!([{"metadata": {"name": "rb", "namespace": r.namespace},
-                    "subjects": [{"kind": "User", "name": "alice"}],
-                    "roleRef": {"kind": "Role", "name": "cm"}}]),
-                _ => json!(null),
-            };
-            Ok(serde_json::to_vec(&json!({"items": items})).unwrap())
+            Err(ContextError::new(
+                ContextErrorKind::InvalidRequest,
+                format!(
+                    "a list of {} by namespace: one of the whole kind is expected",
+                    r.kind
+                ),
+            ))
         }
         fn get(&self, _: &GetResourceRequest) -> Result<Vec<u8>, ContextError> {
             Err(ContextError::new(ContextErrorKind::Unavailable, "no get"))
@@ -483,14 +553,30 @@ mod tests {
         assert_eq!(store.rules_for(&alice(), "").len(), 1);
     }
 
+    /// A namespace's Roles and RoleBindings come from one list of each
+    /// whole kind (a bounded number of policy-server reflectors, whatever
+    /// the namespaces asked about), the namespace's kept alone.
     #[test]
-    fn namespaced_load_adds_roles_and_bindings() {
+    fn namespaced_load_adds_roles_and_bindings_of_that_namespace() {
         let fake = Fake {
             asked: RefCell::new(vec![]),
         };
         let store = load(&fake, "team", &wanted(&alice())).unwrap();
-        assert_eq!(fake.asked.borrow().len(), 4);
-        assert_eq!(store.rules_for(&alice(), "team").len(), 2);
+        assert_eq!(
+            *fake.asked.borrow(),
+            [
+                "rbac.authorization.k8s.io/v1 ClusterRole",
+                "rbac.authorization.k8s.io/v1 ClusterRoleBinding",
+                "rbac.authorization.k8s.io/v1 Role",
+                "rbac.authorization.k8s.io/v1 RoleBinding",
+            ]
+        );
+        let rules = store.rules_for(&alice(), "team");
+        assert_eq!(rules.len(), 2, "{rules:?}");
+        assert!(!format!("{rules:?}").contains("update-other"), "{rules:?}");
+        let shared = olm_guard_core::shared::Batch::new(&fake);
+        let whole = load(&shared, "team", &wanted(&alice())).unwrap();
+        assert_eq!(whole.rules_for(&alice(), "team"), rules);
     }
 
     #[test]

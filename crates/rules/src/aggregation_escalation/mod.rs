@@ -97,13 +97,20 @@ fn evaluate(
     }
     // What rules 2 to 4 ask of the store: the user's rules, the roles the
     // selectors (new and old) select, the aggregated roles the object feeds.
+    // A role that only may feed others (rule 4 alone) needs the aggregated
+    // roles and nothing else.
     let selectors = change.selectors();
     let wanted = Wanted {
         user: &request.user_info,
         selected_by: &selectors,
         aggregated: true,
     };
-    let store = olm_guard_rbac::cluster::load(cluster, "", &wanted).map_err(|e| {
+    let store = if aggregation {
+        olm_guard_rbac::cluster::load(cluster, "", &wanted)
+    } else {
+        olm_guard_rbac::cluster::aggregated_roles(cluster)
+    }
+    .map_err(|e| {
         Verdict::context_unavailable("the cluster's ClusterRoles and ClusterRoleBindings", e)
     })?;
     let feeds = change.feeds(&store, settings);

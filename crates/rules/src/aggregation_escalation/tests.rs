@@ -1,6 +1,7 @@
 use super::change::Change;
 use super::*;
 use crate::testing::{Probe, admission_request, assert_allowed, assert_denied, snapshot};
+use olm_guard_core::protocol::ListAllResourcesRequest;
 use olm_guard_core::{NoCluster, UserInfo};
 use olm_guard_snapshot::Snapshot;
 use rstest::rstest;
@@ -403,6 +404,24 @@ fn creating_a_feeding_role_needs_update_on_the_targets() {
         &create("role-maintainer", yaml(CERT_MANAGER_EDIT)),
         &strict(),
     ));
+}
+
+/// A role that only may feed others is judged from one list of the
+/// ClusterRoles masked to their aggregationRule: no rules, no bindings.
+#[test]
+fn a_feeding_role_lists_the_aggregated_roles_alone() {
+    let snapshot = cluster();
+    let probe = Probe::new(&snapshot);
+    let request = create("cert-manager-installer", yaml(CERT_MANAGER_EDIT));
+    let verdict = validate(&request, &strict(), &probe);
+    assert_eq!(verdict, run(&request, &strict()));
+    assert_eq!(
+        *probe.list_all_requests.borrow(),
+        vec![
+            ListAllResourcesRequest::new("rbac.authorization.k8s.io/v1", "ClusterRole")
+                .field_masks(["aggregationRule"])
+        ]
+    );
 }
 
 #[test]
