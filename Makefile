@@ -173,8 +173,11 @@ test-side:
 # host (wapc + wasmtime-provider, one long-lived instance, as `kwctl bench`);
 # then audits of generated 10,000-, 30,000- and 100,000-object snapshots with
 # all six modules, and how their time grows (scripts/audit-scale.py); then an
-# audit of 10,000 objects read from a live API server (Kubernetes' CRD API
-# server on etcd, docs/live-cluster.md) against the same audit of its dump.
+# audit of 10,000 objects read from a live API server (kube-apiserver on
+# etcd, docs/live-cluster.md) against the same audit of its dump; then
+# guarded writes through kube-apiserver with Kubewarden's policy-server as its
+# webhook against kube-apiserver alone, at 10,000 ClusterObjectSets and at a
+# realistic size (docs/performance.md, "The webhook path at scale").
 #
 # Everything here is release-built in one cargo command (one feature set, so
 # wasmtime compiles once), and the modules are annotated by that release host:
@@ -188,6 +191,7 @@ bench: dist
 	$(RELEASE)/olm-guard-reference-bench --dist dist --testdata testdata
 	python3 scripts/audit-scale.py $(RELEASE)/olm-guard 10000 30000 100000
 	$(RELEASE)/olm-guard-live-bench --olm-guard $(RELEASE)/olm-guard --dist dist --objects 10000
+	$(RELEASE)/olm-guard-webhook-bench --dist dist
 
 # deploy/kubewarden/: a ClusterAdmissionPolicy per module (beside
 # policy-server's RBAC, written by hand); deploy/policies.yml for a bare

@@ -22,6 +22,11 @@ impl Samples {
         Samples(samples)
     }
 
+    /// The durations, as measured.
+    pub fn into_vec(self) -> Vec<Duration> {
+        self.0
+    }
+
     fn sorted(&self) -> Vec<Duration> {
         let mut v = self.0.clone();
         v.sort();

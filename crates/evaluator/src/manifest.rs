@@ -125,7 +125,8 @@ pub struct ManifestOptions {
 
 /// A policy resource, field for field as kwctl writes it: `backgroundAudit`
 /// only when false (kubewarden/kubewarden-controller issue 395) and
-/// `contextAwareResources` only when granted.
+/// `contextAwareResources` only when granted; and, where they are granted,
+/// `timeoutEvalSeconds` ([`FIRST_LIST_SECONDS`]), which kwctl leaves out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyManifest {
@@ -170,7 +171,23 @@ pub struct PolicySpec {
     /// The kinds the policy may read (ClusterAdmissionPolicy only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context_aware_resources: Vec<ContextAwareResource>,
+    /// How long policy-server lets one evaluation take, when not its
+    /// `--policy-timeout` (2 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_eval_seconds: Option<u64>,
 }
+
+/// The evaluation time a policy that reads the cluster is given. policy-server
+/// opens a watch-backed reflector on the first request that lists a kind,
+/// inside that request's evaluation, and waits for its first list: on a
+/// cluster of 10,000 ClusterObjectSets that list took about 1 s of an idle
+/// kube-apiserver's time and over 2 s of a busy one's, so under
+/// policy-server's default of 2 s the first write after it starts was
+/// refused ("Policy execution interrupted", docs/performance.md, "The
+/// webhook path at scale"). 5 s is under kube-apiserver's 10 s for the
+/// webhook (`timeoutSeconds`), so a slower list still ends in
+/// policy-server's own answer.
+pub const FIRST_LIST_SECONDS: u64 = 5;
 
 fn yes() -> bool {
     true
@@ -328,6 +345,8 @@ pub fn scaffold(
             rules: metadata.rules.clone(),
             mutating: metadata.mutating,
             background_audit: metadata.background_audit,
+            timeout_eval_seconds: (!context_aware_resources.is_empty())
+                .then_some(FIRST_LIST_SECONDS),
             context_aware_resources,
         },
     };
@@ -363,6 +382,9 @@ pub struct PolicyServerEntry {
     /// every call except logging.
     #[serde(default)]
     pub host_capabilities: Vec<String>,
+    /// [`FIRST_LIST_SECONDS`] for a policy that reads the cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_eval_seconds: Option<u64>,
 }
 
 /// The `policies.yml` entry for a module: its metadata's
@@ -396,6 +418,8 @@ pub fn policy_server_entry(
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect(),
+        timeout_eval_seconds: (!metadata.context_aware_resources.is_empty())
+            .then_some(FIRST_LIST_SECONDS),
     })
 }
 
@@ -579,6 +603,10 @@ annotations:
             yaml.contains("io.kubewarden.policy.severity: low"),
             "{yaml}"
         );
+        // Time for a reflector's first list, where the policy reads the
+        // cluster.
+        assert_eq!(m.spec.timeout_eval_seconds, Some(FIRST_LIST_SECONDS));
+        assert!(yaml.contains("timeoutEvalSeconds: 5"), "{yaml}");
         assert_eq!(done.warnings.len(), 1);
     }
 
@@ -588,6 +616,7 @@ annotations:
         o.allow_context_aware = false;
         let done = scaffold(&metadata(), &o).unwrap();
         assert!(done.manifest.spec.context_aware_resources.is_empty());
+        assert_eq!(done.manifest.spec.timeout_eval_seconds, None);
         assert!(
             done.warnings[0].contains("v1/Namespace, v1/Pod"),
             "{:?}",

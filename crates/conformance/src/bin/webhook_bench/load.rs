@@ -233,7 +233,27 @@ impl Run {
     fn per_second(&self) -> f64 {
         self.requests as f64 / self.elapsed.as_secs_f64()
     }
+
+    /// Several runs as one: their latencies together, their requests and
+    /// time added up.
+    fn pooled(runs: Vec<Run>) -> Run {
+        let mut latencies = Vec::new();
+        let (mut elapsed, mut requests) = (Duration::ZERO, 0);
+        for run in runs {
+            latencies.extend(run.latencies.into_vec());
+            elapsed += run.elapsed;
+            requests += run.requests;
+        }
+        Run {
+            latencies: Samples::new(latencies),
+            elapsed,
+            requests,
+        }
+    }
 }
+
+/// How many times the alone and guarded runs alternate.
+const ROUNDS: usize = 3;
 
 /// Sends request `i` of the mix as the writer, a dry run: its latency, once
 /// the answer is what the request is built to get (`guarded`: with the
@@ -368,7 +388,8 @@ impl Report {
         let s = &self.sizes;
         println!(
             "  {}: {} objects stored ({} ClusterObjectSets in {} groups, {} ClusterRoles besides \
-             the default ones, {} OperatorGroups); {} dry-run creates per run, {} clients",
+             the default ones, {} OperatorGroups); {} dry-run creates each way ({ROUNDS} runs \
+             alone and {ROUNDS} guarded, in turn), {} clients",
             s.name,
             self.objects,
             s.groups * s.revisions,
@@ -404,10 +425,12 @@ impl Report {
             println!("    policy-server CPU per request, {kind}: {}", ms(*cpu));
         }
         println!(
-            "    p99 with the webhooks / alone: {:.2}x; policy-server peak RSS {}; reflectors \
-             (watches) it opened: {}",
+            "    with the webhooks / alone: p99 {:.2}x, p50 {:.2}x; policy-server peak RSS {}; \
+             reflectors (watches) it opened: {}",
             self.guarded.latencies.percentile(0.99).as_secs_f64()
                 / self.alone.latencies.percentile(0.99).as_secs_f64(),
+            self.guarded.latencies.median().as_secs_f64()
+                / self.alone.latencies.median().as_secs_f64(),
             proc::mib(self.peak_rss),
             self.reflectors
         );
@@ -415,7 +438,7 @@ impl Report {
             "    warming up ({} requests one at a time): {:.1} s, {} reflectors opened, \
              kube-apiserver CPU {:.1} s; {} first requests refused by policy-server's deadline \
              while their reflector made its first list (sent again)",
-            self.alone.requests,
+            self.alone.requests / ROUNDS,
             self.warm.elapsed.as_secs_f64(),
             self.warm.reflectors,
             self.warm.apiserver_cpu.as_secs_f64(),
@@ -525,16 +548,30 @@ pub fn measure(
         reflectors: kubewarden.server.log_matches("creating new reflector"),
     };
 
+    // Alone and guarded in turn, ROUNDS times, so that what the machine
+    // does meanwhile falls on both; their samples pooled.
     eprintln!("webhook bench, {}: measuring ...", sizes.name);
-    cluster.unregister_webhooks(&kubewarden.configurations)?;
-    let cpu_before = proc::cpu(apiserver)?;
-    let alone = send(&cluster, sizes, clients, requests, Mix::All, false)?;
-    let apiserver_alone = (proc::cpu(apiserver)? - cpu_before) / requests as u32;
-    cluster.register_webhooks(&kubewarden.configurations)?;
-    let (server_before, apiserver_before) = (proc::cpu(server)?, proc::cpu(apiserver)?);
-    let guarded = send(&cluster, sizes, clients, requests, Mix::All, true)?;
-    let server_cpu = (proc::cpu(server)? - server_before) / requests as u32;
-    let apiserver_guarded = (proc::cpu(apiserver)? - apiserver_before) / requests as u32;
+    let (mut alone, mut guarded) = (Vec::new(), Vec::new());
+    let (mut apiserver_alone, mut apiserver_guarded, mut server_cpu) =
+        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    for _ in 0..ROUNDS {
+        cluster.unregister_webhooks(&kubewarden.configurations)?;
+        let cpu_before = proc::cpu(apiserver)?;
+        alone.push(send(&cluster, sizes, clients, requests, Mix::All, false)?);
+        apiserver_alone += proc::cpu(apiserver)? - cpu_before;
+        cluster.register_webhooks(&kubewarden.configurations)?;
+        let (server_before, apiserver_before) = (proc::cpu(server)?, proc::cpu(apiserver)?);
+        guarded.push(send(&cluster, sizes, clients, requests, Mix::All, true)?);
+        server_cpu += proc::cpu(server)? - server_before;
+        apiserver_guarded += proc::cpu(apiserver)? - apiserver_before;
+    }
+    let sent = (requests * ROUNDS) as u32;
+    let (alone, guarded) = (Run::pooled(alone), Run::pooled(guarded));
+    let (server_cpu, apiserver_alone, apiserver_guarded) = (
+        server_cpu / sent,
+        apiserver_alone / sent,
+        apiserver_guarded / sent,
+    );
     let single = send(&cluster, sizes, 1, requests.min(200), Mix::All, true)?;
     // policy-server's CPU per request of each kind alone (the first quarter
     // of the run's requests of that kind, sent as the run sends them).
