@@ -217,7 +217,7 @@ deploy: dist
 	@find deploy/native-mutating -type f ! -name '*.settings.yaml' -delete
 	$(HOST) scaffold vap group-authorization catalog-union --output-dir deploy/native-mutating \
 	  --settings group-authorization=deploy/native-mutating/group-authorization.settings.yaml \
-	  --settings catalog-union=deploy/native-mutating/catalog-union.settings.yaml
+	  --settings catalog-union=deploy/native-mutating/catalog-union.settings.yaml --assume-union-crd
 
 # artifacthub/: Artifact Hub package files from policies/*/metadata.yml and
 # README.md (a test checks drift).

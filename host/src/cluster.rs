@@ -114,7 +114,7 @@ pub fn read_text(flag: &str, path: &Path) -> anyhow::Result<String> {
             path.display()
         );
     }
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {flag} {}", path.display()))
+    crate::file_text::read(path).with_context(|| format!("cannot read {flag} {}", path.display()))
 }
 
 /// Why `path` (a `--cluster` file whose text is `text`) was refused: it is

@@ -21,7 +21,7 @@ fn read(path: &Path, what: &str) -> anyhow::Result<(String, String)> {
         return Ok(("<stdin>".to_string(), text));
     }
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        crate::file_text::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok((path.display().to_string(), text))
 }
 

@@ -37,6 +37,7 @@ macro_rules! println {
 mod commands;
 
 mod cluster;
+mod file_text;
 mod findings;
 mod inputs;
 mod limits;

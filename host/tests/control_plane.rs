@@ -20,7 +20,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-use common::readme::{Shell, readme_commands};
+use common::readme::{Shell, readme_commands, readme_commands_after};
 use olm_guard_kube_harness::cluster::{Changes, TestCluster};
 
 /// A CRD file of the repository.
@@ -141,4 +141,116 @@ fn the_native_policies_install_as_the_readme_says() {
         .get(&probe)
         .expect("the catalog-union policy is installed");
     assert!(stored["spec"]["validations"].is_array(), "{stored}");
+}
+
+/// The legacy CatalogSources a cluster with OLM's CRD of today stores, one
+/// of each source: what must stay writable whatever the README installs.
+fn legacy_catalogs() -> Vec<(&'static str, String)> {
+    [
+        (
+            "grpc-image",
+            "sourceType: grpc\n  image: quay.io/operatorhubio/catalog:latest",
+        ),
+        (
+            "grpc-address",
+            "sourceType: grpc\n  address: catalog.olm.svc:50051",
+        ),
+        (
+            "configmap",
+            "sourceType: configmap\n  configMap: catalog-data",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, spec)| {
+        (
+            name,
+            format!(
+                "apiVersion: operators.coreos.com/v1alpha1\nkind: CatalogSource\n\
+                 metadata: {{name: {name}, namespace: default}}\nspec:\n  {spec}\n"
+            ),
+        )
+    })
+    .collect()
+}
+
+/// Which of [`legacy_catalogs`] `kubectl apply --dry-run=server` takes, with
+/// what it printed for each.
+fn writable(shell: &Shell, cluster: &TestCluster) -> Vec<(&'static str, bool, String)> {
+    legacy_catalogs()
+        .into_iter()
+        .map(|(name, manifest)| {
+            let file = format!("{name}.yaml");
+            std::fs::write(shell.dir.path().join(&file), manifest).expect("written");
+            let out = shell.run(
+                &format!("kubectl apply --dry-run=server -f {file}"),
+                cluster.kubeconfig(),
+            );
+            let said = format!("{}{}", common::text(&out.stdout), common::text(&out.stderr));
+            (name, out.status.success(), said)
+        })
+        .collect()
+}
+
+/// The README's roll-out of catalog-union's migration, run as written on the
+/// CatalogSource CRD OLM ships today (which lacks the union members the
+/// migration writes): the warn form applies; generating the mutation
+/// against the cluster's own CRD stops with the reason (exit 2) before
+/// anything is written, so the user applies nothing that would prune a
+/// migrated spec; and every legacy CatalogSource writable before is
+/// writable after, now with the warn form's warning.
+#[test]
+fn the_migration_rollout_on_todays_catalog_source_crd_breaks_no_write() {
+    let cluster = olm_cluster();
+    let shell = Shell::new();
+    std::fs::write(
+        shell.dir.path().join("migrate.yaml"),
+        "migrateLegacy: true\n",
+    )
+    .expect("written");
+    let before = writable(&shell, &cluster);
+    assert!(
+        before.iter().all(|(_, ok, _)| *ok),
+        "legacy catalogs refused before anything was installed: {before:?}"
+    );
+    let commands = readme_commands_after("A mutation is rolled out the same way");
+    assert_eq!(commands.len(), 3, "{commands:?}");
+    shell.ok(&commands[0], cluster.kubeconfig());
+    let refused = shell.run(&commands[1], cluster.kubeconfig());
+    let stderr = common::text(&refused.stderr);
+    assert_eq!(
+        refused.status.code(),
+        Some(2),
+        "`{}`: {stderr}",
+        commands[1]
+    );
+    assert!(
+        stderr.contains("which the CRD given of catalogsources.operators.coreos.com does not have")
+            && stderr.contains("spec.sourceType: Required value"),
+        "{stderr}"
+    );
+    assert!(
+        !shell.dir.path().join("native").exists(),
+        "a refused scaffold wrote files"
+    );
+    // The user stops at the refusal; the cluster takes every legacy write,
+    // once the API server has seen the warn form's policy (it warns then).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let after = loop {
+        let after = writable(&shell, &cluster);
+        if after[0].2.contains("Warning:") || std::time::Instant::now() > deadline {
+            break after;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    for (name, ok, said) in &after {
+        assert!(
+            ok,
+            "{name}: writable before, refused after the README's steps: {said}"
+        );
+    }
+    let (_, _, said) = &after[0];
+    assert!(
+        said.contains("Warning:"),
+        "the warn form is in force: {said}"
+    );
 }

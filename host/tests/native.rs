@@ -278,6 +278,131 @@ fn mutations_get_a_mutating_admission_policy_in_the_version_the_cluster_serves()
     );
 }
 
+/// catalog-union's migration writes the union members of `spec`, which
+/// OLM's CatalogSource CRD of today prunes (and then refuses every legacy
+/// write): refused for that CRD, written for one that has them, written
+/// with a warning when the user says the cluster's will.
+#[test]
+fn the_migration_is_refused_for_a_catalog_source_crd_without_the_union_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let migrate = dir.path().join("migrate.yaml");
+    std::fs::write(&migrate, "migrateLegacy: true\n").unwrap();
+    let pair = format!("catalog-union={}", migrate.display());
+    let shipped = root().join("crates/native/upstream/operators.coreos.com_catalogsources.yaml");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["scaffold", "vap", "catalog-union", "--settings", &pair];
+        args.extend_from_slice(extra);
+        olm_guard(&args)
+    };
+    for refused in [run(&[]), run(&["--crd", shipped.to_str().unwrap()])] {
+        assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+        assert!(refused.stdout.is_empty());
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(
+                "migrateLegacy writes spec.catalogImageSource, spec.catalogServiceSource, \
+                 spec.configMapSource"
+            ) && stderr.contains("spec.sourceType: Required value")
+                && stderr.contains(
+                    "--crd <(kubectl get crd catalogsources.operators.coreos.com -o yaml)"
+                )
+                && stderr.contains("--assume-union-crd"),
+            "{stderr}"
+        );
+    }
+    // The roll-out form changes nothing: it is written for today's CRD.
+    let warn = run(&["--actions", "warn"]);
+    assert!(warn.status.success(), "{warn:?}");
+
+    // A CRD with the members (the enhancement's schema).
+    let text = std::fs::read_to_string(&shipped).unwrap();
+    let mut crd: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+    for version in crd["spec"]["versions"].as_array_mut().unwrap() {
+        let spec = &mut version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        for member in [
+            "catalogImageSource",
+            "catalogServiceSource",
+            "configMapSource",
+        ] {
+            spec["properties"][member] =
+                serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+        }
+    }
+    let union = dir.path().join("union-crd.yaml");
+    std::fs::write(&union, serde_yaml_ng::to_string(&crd).unwrap()).unwrap();
+    let written = run(&["--crd", union.to_str().unwrap()]);
+    assert!(written.status.success(), "{written:?}");
+    assert!(String::from_utf8_lossy(&written.stdout).contains("kind: MutatingAdmissionPolicy\n"));
+    assert!(written.stderr.is_empty(), "{written:?}");
+
+    let assumed = run(&["--assume-union-crd"]);
+    assert!(assumed.status.success(), "{assumed:?}");
+    assert!(String::from_utf8_lossy(&assumed.stdout).contains("kind: MutatingAdmissionPolicy\n"));
+    let stderr = String::from_utf8_lossy(&assumed.stderr);
+    assert!(
+        stderr.starts_with("olm-guard: WARNING: catalog-union's migrateLegacy writes")
+            && stderr
+                .contains("apply catalog-union.mutating.yaml only on a cluster whose CRD has them"),
+        "{stderr}"
+    );
+}
+
+/// A file argument may be a pipe, as the shell's `<(...)` gives one: the
+/// README's `--api-resources <(kubectl api-resources -o wide)`, read by
+/// scaffold vap both to check it and to take the version it lists.
+#[test]
+fn a_discovery_table_given_as_a_pipe_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("api-resources.txt");
+    std::fs::write(
+        &table,
+        "NAME                            SHORTNAMES   APIVERSION                             NAMESPACED   KIND                             VERBS\n\
+         mutatingadmissionpolicies                    admissionregistration.k8s.io/v1        false        MutatingAdmissionPolicy          create,delete,get,list\n",
+    )
+    .unwrap();
+    let settings = dir.path().join("s.yaml");
+    std::fs::write(
+        &settings,
+        "requireSpecGroup: true\nbackfillGroupFromLabel: true\n",
+    )
+    .unwrap();
+    let script = format!(
+        "\"$OLM_GUARD\" scaffold vap group-authorization --settings group-authorization={} \
+         --api-resources <(cat {})",
+        settings.display(),
+        table.display()
+    );
+    let piped = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .env("OLM_GUARD", env!("CARGO_BIN_EXE_olm-guard"))
+        .output()
+        .unwrap();
+    assert!(piped.status.success(), "{piped:?}");
+    assert!(
+        String::from_utf8_lossy(&piped.stdout).contains(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicy\n"
+        )
+    );
+    // `/dev/stdin`, a pipe too.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+        .args(["scaffold", "vap", "group-authorization", "--settings"])
+        .arg(format!("group-authorization={}", settings.display()))
+        .args(["--api-resources", "/dev/stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        &std::fs::read(&table).unwrap(),
+    )
+    .unwrap();
+    let stdin = child.wait_with_output().unwrap();
+    assert!(stdin.status.success(), "{stdin:?}");
+}
+
 #[test]
 fn deploy_native_mutating_is_what_scaffold_vap_writes_for_it() {
     let committed = root().join("deploy/native-mutating");
@@ -297,6 +422,7 @@ fn deploy_native_mutating_is_what_scaffold_vap_writes_for_it() {
         &settings("group-authorization"),
         "--settings",
         &settings("catalog-union"),
+        "--assume-union-crd",
         "--output-dir",
         out.path().to_str().unwrap(),
     ]);

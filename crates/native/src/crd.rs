@@ -352,6 +352,30 @@ impl Crd {
     }
 }
 
+/// The CatalogSource CRD's name.
+pub const CATALOG_SOURCES: &str = "catalogsources.operators.coreos.com";
+
+/// The members of `spec` the union enhancement adds to CatalogSource, which
+/// catalog-union's `migrateLegacy` writes. The CRD OLM ships today has none
+/// of them, and the API server prunes what its schema does not name: a
+/// migrated spec stored on it has no source left at all.
+pub const UNION_MEMBERS: [&str; 3] = [
+    "catalogImageSource",
+    "catalogServiceSource",
+    "configMapSource",
+];
+
+/// The [`UNION_MEMBERS`] some version of `catalog`'s schema lacks.
+pub fn missing_union_members(catalog: &Crd) -> Result<Vec<&'static str>, CrdError> {
+    let mut missing = Vec::new();
+    for member in UNION_MEMBERS {
+        if !catalog.has_field(&["spec", member])? {
+            missing.push(member);
+        }
+    }
+    Ok(missing)
+}
+
 /// The CatalogSource CRD the union enhancement proposes, from today's
 /// `catalog`: the three union members (`catalogImageSource`,
 /// `catalogServiceSource`, `configMapSource`, their fields kept as written)
@@ -373,11 +397,7 @@ pub fn with_union_members(catalog: &Crd) -> Result<Crd, CrdError> {
         }
     }
     let member = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-    for name in [
-        "catalogImageSource",
-        "catalogServiceSource",
-        "configMapSource",
-    ] {
+    for name in UNION_MEMBERS {
         let add = union.add_property(&["spec"], name, &member)?;
         union.apply(&add)?;
     }
@@ -500,5 +520,13 @@ mod tests {
         assert!(!cos.has_field(&["spec", "group"]).unwrap());
         let catalogs = find("catalogsources.operators.coreos.com", None).unwrap();
         assert!(catalogs.has_field(&["spec", "sourceType"]).unwrap());
+    }
+
+    #[test]
+    fn todays_catalog_source_crd_lacks_every_union_member_the_union_one_has_them() {
+        let today = find(CATALOG_SOURCES, None).unwrap();
+        assert_eq!(missing_union_members(&today).unwrap(), UNION_MEMBERS);
+        let union = with_union_members(&today).unwrap();
+        assert!(missing_union_members(&union).unwrap().is_empty());
     }
 }

@@ -9,15 +9,21 @@ use olm_guard_kube_harness::cluster::kubectl;
 /// The commands of the first `sh` block after the README heading
 /// `heading`: comment lines dropped, `\`-continued lines joined.
 pub fn readme_commands(heading: &str) -> Vec<String> {
+    readme_commands_after(&format!("\n{heading}\n"))
+}
+
+/// The commands of the first `sh` block after the README text `marker`, as
+/// [`readme_commands`].
+pub fn readme_commands_after(marker: &str) -> Vec<String> {
     let readme = std::fs::read_to_string(super::root().join("README.md")).expect("README.md");
     let after = readme
-        .split_once(&format!("\n{heading}\n"))
-        .unwrap_or_else(|| panic!("README.md has no heading {heading:?}"))
+        .split_once(marker)
+        .unwrap_or_else(|| panic!("README.md has no {marker:?}"))
         .1;
     let block = after
         .split_once("```sh\n")
         .and_then(|(_, rest)| rest.split_once("\n```"))
-        .unwrap_or_else(|| panic!("no sh block after {heading:?}"))
+        .unwrap_or_else(|| panic!("no sh block after {marker:?}"))
         .0;
     let mut commands = Vec::new();
     let mut pending = String::new();
@@ -63,14 +69,15 @@ impl Shell {
         Shell { dir }
     }
 
-    /// `command` run by `sh` here, with `kubeconfig` as `KUBECONFIG`.
+    /// `command` run by bash here (the README's commands use `<(...)`), with
+    /// `kubeconfig` as `KUBECONFIG`.
     pub fn run(&self, command: &str, kubeconfig: &Path) -> Output {
         let path = format!(
             "{}:{}",
             self.dir.path().join("bin").display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        Command::new("sh")
+        Command::new("bash")
             .args(["-c", command])
             .current_dir(self.dir.path())
             .env("PATH", path)

@@ -30,6 +30,7 @@ Examples:
   olm-guard scaffold vap all --sizes      # each policy's size and expressions, as Markdown
   olm-guard scaffold vap --table          # what each rule enforces natively, as Markdown
   olm-guard scaffold vap catalog-union --settings catalog-union=migrate.yaml \
+      --crd <(kubectl get crd catalogsources.operators.coreos.com -o yaml) \
       --api-resources <(kubectl api-resources -o wide) --output-dir native   # + a MutatingAdmissionPolicy
 
 With --output-dir, each rule gets <rule>.yaml (policies and bindings) and,
@@ -47,6 +48,11 @@ admissionregistration.k8s.io/v1 from 1.36, and as v1beta1 on 1.34 and 1.35
 with the MutatingAdmissionPolicy feature gate and that API enabled: give
 --mutating-api-version, or --api-resources (kubectl api-resources -o wide) to
 take the version the cluster serves (and refuse a cluster that serves none).
+catalog-union's migrateLegacy writes spec.catalogImageSource,
+catalogServiceSource or configMapSource, which the CatalogSource CRD OLM ships
+today does not have (the API server would prune them, and then refuse every
+legacy write): it is refused unless the CRD given with --crd (or in --cluster)
+has them, or --assume-union-crd says the cluster's will.
 
 --actions warn writes the roll-out form: every binding that would deny warns
 the client and annotates the audit log instead (validationActions [Warn,
@@ -64,7 +70,8 @@ Exit codes: 0 written; 2 an unknown rule, unreadable or invalid settings,
 an unreadable or empty --cluster or --api-resources (--allow-empty accepts
 an empty one), a --crd that is not a CRD the patch fits, a cluster
 (--api-resources) that serves no MutatingAdmissionPolicy for settings that
-need one, or every rule asked for skipped.")]
+need one, catalog-union's migrateLegacy for a CRD without the union members
+(without --assume-union-crd), or every rule asked for skipped.")]
 pub struct VapArgs {
     /// Rules (module names), or `all`.
     #[arg(required_unless_present = "table")]
@@ -106,6 +113,11 @@ pub struct VapArgs {
     /// otherwise, else v1.
     #[arg(long, value_enum, value_name = "VERSION")]
     pub mutating_api_version: Option<MutatingVersion>,
+    /// Write catalog-union's migrateLegacy mutation although the
+    /// CatalogSource CRD given (or the shipped upstream copy) lacks the union
+    /// members it writes, for a cluster whose CRD will have them (warned).
+    #[arg(long)]
+    pub assume_union_crd: bool,
 }
 
 /// `--mutating-api-version`.
@@ -188,6 +200,9 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
         let native = if native.mutations.is_empty() {
             native
         } else {
+            if rule == "catalog-union" && args.actions == Actions::Deny {
+                check_union_crd(cluster.as_deref(), args.assume_union_crd)?;
+            }
             native.mutations_in(mutating_version(&args)?)
         };
         let (native, command) = match args.actions {
@@ -243,6 +258,41 @@ pub fn vap(args: VapArgs) -> anyhow::Result<ExitCode> {
         eprintln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// catalog-union's migration writes the union members of `spec`; on a
+/// CatalogSource CRD without them (OLM's today) the API server prunes them
+/// and then refuses every legacy write (`spec.sourceType: Required value`),
+/// naming no policy. Refused unless the CRD given (`--crd`, `--cluster`) has
+/// them, or `--assume-union-crd` says the cluster's will (then warned).
+fn check_union_crd(cluster: Option<&[Value]>, assume: bool) -> anyhow::Result<()> {
+    use olm_guard_native::crd;
+    let catalog = crd::find(crd::CATALOG_SOURCES, cluster)?;
+    let missing = crd::missing_union_members(&catalog)?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let problem = format!(
+        "catalog-union's migrateLegacy writes spec.{}, which {} of {} does not have: the API \
+         server would prune the migrated spec and refuse every legacy CatalogSource write \
+         (spec.sourceType: Required value)",
+        missing.join(", spec."),
+        catalog.source,
+        crd::CATALOG_SOURCES,
+    );
+    if assume {
+        eprintln!(
+            "olm-guard: WARNING: {problem}. Written anyway (--assume-union-crd): apply \
+             catalog-union.mutating.yaml only on a cluster whose CRD has them"
+        );
+        return Ok(());
+    }
+    bail!(
+        "{problem}. Give the CRD your cluster runs (--crd <(kubectl get crd {} -o yaml)) if it \
+         has them; else leave migrateLegacy off natively (warnLegacy tells the owners of legacy \
+         specs), or pass --assume-union-crd to write it for a CRD that will",
+        crd::CATALOG_SOURCES
+    )
 }
 
 /// The API version of `native`'s mutations.
@@ -327,7 +377,7 @@ fn expand(names: &[String]) -> anyhow::Result<Vec<String>> {
 /// The CustomResourceDefinitions of a `--crd` file; any other document is
 /// refused, naming it.
 fn read_crds(file: &Path) -> anyhow::Result<Vec<Value>> {
-    let text = std::fs::read_to_string(file)
+    let text = crate::file_text::read(file)
         .with_context(|| format!("cannot read --crd file {}", file.display()))?;
     let mut crds = Vec::new();
     for result in olm_guard_snapshot::Snapshot::read_objects(&file.display().to_string(), &text) {
