@@ -7,7 +7,8 @@
 //! using it) would see it empty the second time. Every file argument is
 //! read through [`read`], which keeps the text of anything that is not a
 //! regular file for the rest of the process; a regular file is read again
-//! each time, so that a large `--cluster` dump is not held twice.
+//! each time, so that a large `--cluster` dump is not held twice. Standard
+//! input (`-`) is kept the same way ([`read_stdin`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,22 @@ use std::sync::{Mutex, PoisonError};
 
 /// Texts of the pipes and devices read so far, by the path given.
 static PIPES: Mutex<Option<HashMap<PathBuf, String>>> = Mutex::new(None);
+
+/// The text of standard input (a file argument `-`), once read.
+static STDIN: Mutex<Option<String>> = Mutex::new(None);
+
+/// The text of standard input, read once: `run` looks at `--object -`
+/// first to count its documents, then evaluates them.
+pub fn read_stdin() -> std::io::Result<String> {
+    let mut kept = STDIN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(text) = kept.as_ref() {
+        return Ok(text.clone());
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
+    *kept = Some(text.clone());
+    Ok(text)
+}
 
 /// The text of `path`; a pipe or device is read once, and later calls get
 /// the same text.

@@ -3,7 +3,6 @@
 //! `-` for stdin; `--old-object`), each labelled with its file and document
 //! for messages.
 
-use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, bail};
@@ -14,9 +13,7 @@ use olm_guard_evaluator::input as admission;
 /// The text of `path`, `-` being stdin, with the name messages give it.
 fn read(path: &Path, what: &str) -> anyhow::Result<(String, String)> {
     if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
+        let text = crate::file_text::read_stdin()
             .with_context(|| format!("cannot read the {what} from stdin"))?;
         return Ok(("<stdin>".to_string(), text));
     }

@@ -301,6 +301,54 @@ fn a_second_operatorgroup_in_the_same_namespace_is_checked_against_the_first() {
         .unwrap();
     assert!(message.contains("TooManyOperatorGroups"), "{message}");
     assert!(message.contains("first"), "{message}");
+    // One module alone on the same file: the same rule (each document sees
+    // the ones before it), the same verdicts.
+    let alone = run(&[
+        "og-intersection",
+        "--object",
+        &file,
+        "-n",
+        "team-a",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(verdicts(&self::reviews(&alone)), verdicts(&reviews));
+    let gate = run(&[
+        "og-intersection",
+        "--object",
+        &file,
+        "-n",
+        "team-a",
+        "--fail-on-deny",
+    ]);
+    assert_eq!(gate.status.code(), Some(1), "{}", text(&gate.stderr));
+}
+
+/// One module on a manifest of many kinds: the documents its rules do not
+/// cover are one line (how many, which kinds), each listed with -v.
+#[test]
+fn one_module_sums_up_the_documents_its_rules_do_not_cover() {
+    let quickstart = "examples/preflight/quickstart-olm.yaml";
+    let output = run(&["catalog-union", "--object", quickstart]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    assert!(
+        table.contains(
+            "\n12 documents not covered by catalog-union's rules (policy-server would not send \
+             them): Namespace ×2, ServiceAccount, ClusterRole ×3, ClusterRoleBinding, \
+             Deployment ×2, OperatorGroup ×2, ClusterServiceVersion; -v lists them\n"
+        ),
+        "{table}"
+    );
+    assert!(!table.contains("(none)"), "{table}");
+    assert!(
+        !text(&output.stderr).contains("would not send"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(table.lines().count() < 12, "{table}");
+    let verbose = text(&run(&["catalog-union", "--object", quickstart, "-v"]).stdout);
+    assert_eq!(verbose.matches("(none)").count(), 12, "{verbose}");
 }
 
 /// An object the snapshot already holds is an UPDATE of it, as `kubectl
@@ -472,15 +520,62 @@ fn a_bundle_is_judged_as_olm_would_create_it_in_the_namespace() {
         "{message}"
     );
 
-    // Without an OperatorGroup OLM would not install it: said on stderr.
+    // Without an OperatorGroup OLM would not install it: in the report, and
+    // a failure with --fail-on-deny, as a suite's `bundle:` case fails.
     let output = run(&["all", "--bundle", BUNDLE, "-n", "memcached"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
+    let said = "OLM would not install the bundle's CSV: namespace memcached has no OperatorGroup \
+                in the snapshot (reason NoOperatorGroup); give one with --cluster or --object";
     let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("namespace memcached has no OperatorGroup in the snapshot"),
-        "{stderr}"
-    );
+    assert!(stderr.contains(said), "{stderr}");
     let table = text(&output.stdout);
+    assert!(table.contains(&format!("\n{said}\n")), "{table}");
+    let gate = run(&[
+        "all",
+        "--bundle",
+        BUNDLE,
+        "-n",
+        "memcached",
+        "--fail-on-deny",
+    ]);
+    assert_eq!(gate.status.code(), Some(1), "{}", text(&gate.stderr));
+    assert!(
+        text(&gate.stderr)
+            .contains("OLM would not install the bundle (NoOperatorGroup) (--fail-on-deny)"),
+        "{}",
+        text(&gate.stderr)
+    );
+    let json = run(&["all", "--bundle", BUNDLE, "-n", "memcached", "-o", "json"]);
+    let document: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        document["wouldNotInstall"],
+        serde_json::json!([{"reason": "NoOperatorGroup", "message": said}])
+    );
+    let junit = text(&run(&["all", "--bundle", BUNDLE, "-n", "memcached", "-o", "junit"]).stdout);
+    assert!(
+        junit.contains("tests=\"2\" failures=\"1\" errors=\"0\"")
+            && junit.contains("<testcase name=\"NoOperatorGroup\" classname=\"OLM install\">"),
+        "{junit}"
+    );
+    // The same bundle as a suite case: the same verdict, the same exit status.
+    let suite = dir.path().join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "kind: TestSuite\nname: no group\nmodules: all\ncases:\n\
+             - name: memcached without an OperatorGroup\n  bundle: {}\n  namespace: memcached\n  \
+             expect: {{result: pass}}\n",
+            root().join(BUNDLE).display()
+        ),
+    )
+    .unwrap();
+    let dist = dist().display().to_string();
+    let case = olm_guard(&["test", "--dist", &dist, suite.to_str().unwrap()]);
+    assert_eq!(case.status.code(), Some(1), "{case:?}");
+    assert!(
+        text(&case.stdout).contains("reason NoOperatorGroup"),
+        "{case:?}"
+    );
     assert!(
         table.contains("CustomResourceDefinition memcacheds.cache.example.com  ("),
         "{table}"

@@ -92,10 +92,12 @@ are. With --verification-config, only registry modules whose cosign
 signatures satisfy it are run (`olm-guard verify --help`), checked before any
 evaluation.
 
-Several modules (or `all`, every module in the module directory): each document goes only to
-the modules whose metadata rules cover its group, version, resource and
-operation, as policy-server's webhooks are registered; an object no rule
-covers is listed as `(none)`. The documents are admitted in order, as
+Several documents (a file of many, several --object files, a --bundle), with
+one module as with several (or `all`, every module in the module directory):
+each document goes only to the modules whose metadata rules cover its group,
+version, resource and operation, as policy-server's webhooks are registered;
+an object no rule covers is listed as `(none)` (with one module, summed up in
+one line; -v lists each). The documents are admitted in order, as
 `kubectl apply -f` sends them, and each object every module admitted joins
 the snapshot for the documents after it (--independent: judge each against
 the cluster alone). Mutating modules run first, in name order (the API
@@ -109,8 +111,7 @@ A --cluster or --api-resources file that holds no object is an error (exit
 2) unless --allow-empty says an empty cluster is meant.
 
 Output (-o): text, by default, the verdict, message, warnings and a diff of
-any mutation, one block per object (several modules: the table, object by
-module, with the verdict, pass | fail | warn | error, and the message's first
+any mutation (several documents or modules: the table, object by module, with the verdict, pass | fail | warn | error, and the message's first
 line); json or yaml one document: the AdmissionReview itself for --request or
 one object and module, else a v1 List of them, one per object and module,
 each naming `policy`, `source` (file and document), `operation` and `object`
@@ -197,6 +198,10 @@ pub struct RunArgs {
     /// and first bytes (or the error), also when the module fails.
     #[arg(long)]
     pub trace: bool,
+    /// With one module and several documents, list each document its rules
+    /// do not cover on a line of its own (summed up in one otherwise).
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Exit 1 when a module denies any of the requests (a gate for CI), as
     /// `audit --fail-on-deny`.
     // `--fail-on-violation`, audit's spelling before, is read too.
@@ -233,6 +238,12 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     // Every registry fetch below (one module or several) is checked.
     args.registry.verification_config = args.verification.verification_config.clone();
     if several::applies(&args) {
+        return several::run(args);
+    }
+    // The module first: a misspelt name is the likelier fault, and stdin
+    // is not read for nothing.
+    one::module_path(&args)?;
+    if several::documents_in(&args)? > 1 {
         return several::run(args);
     }
     one::run(args)

@@ -331,7 +331,7 @@ fn warn_about_missing_context(policy: &Policy, requests: &[(String, Value)]) {
 
 /// The module's name and file: `--policy`, or MODULE as a path, a registry
 /// reference or a name in the module directory.
-fn module_path(args: &RunArgs) -> anyhow::Result<(String, PathBuf)> {
+pub(super) fn module_path(args: &RunArgs) -> anyhow::Result<(String, PathBuf)> {
     let module = match &args.policy {
         Some(path) => path.display().to_string(),
         None => args.modules.first().cloned().unwrap_or_default(),

@@ -33,6 +33,20 @@ pub fn applies(args: &RunArgs) -> bool {
         || matches!(args.output, RunOutput::Table | RunOutput::Junit)
 }
 
+/// How many documents `args` give to evaluate (`--object`, then
+/// `--old-object` alone counts one): several take the admission sequence
+/// with one module as with several, so that each sees the ones before it.
+pub fn documents_in(args: &RunArgs) -> anyhow::Result<usize> {
+    if args.request.is_some() {
+        return Ok(1);
+    }
+    let mut documents = 0;
+    for path in &args.objects {
+        documents += inputs::objects_of(path)?.len();
+    }
+    Ok(documents)
+}
+
 /// What a pair says, in the audit's words: a denial with code 500 (a
 /// lookup failed) is an error.
 fn outcome_of(pair: &Pair) -> Outcome {
@@ -100,10 +114,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             "--record and --replay take one module and one evaluation; drop them, or run one module"
         );
     }
-    if args.policy.is_some() {
-        bail!("--policy names one module; with several, list them as MODULE arguments");
+    if args.trace || args.metadata.is_some() {
+        bail!(
+            "{} follows one module on one document; the input holds several documents, which \
+             are admitted in order as kubectl apply -f sends them: give one document",
+            if args.trace { "--trace" } else { "--metadata" }
+        );
     }
-    let modules = modules::named(&args.modules, &args.dist, &args.registry)?;
+    let given = match &args.policy {
+        Some(path) => vec![path.display().to_string()],
+        None => args.modules.clone(),
+    };
+    let modules = modules::named(&given, &args.dist, &args.registry)?;
     let names: Vec<&str> = modules.iter().map(|(name, _)| name.as_str()).collect();
     let settings = settings::by_module(&args.settings, &names)?;
     let mut documents = Vec::new();
@@ -154,12 +176,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 .context(format!("{module}: {document}")),
             other => other.into(),
         })?;
-    if let (Some(_), Some(namespace)) = (&args.bundle, &args.namespace)
-        && !report.has_operator_group(namespace)
-    {
-        eprintln!(
-            "olm-guard: note: namespace {namespace} has no OperatorGroup in the snapshot: OLM would not install the bundle's CSV there (reason NoOperatorGroup); give it with --cluster or --object"
-        );
+    let blockers = install_blockers(&args, &report);
+    for blocker in &blockers {
+        eprintln!("olm-guard: {}", blocker.message);
     }
     let Report {
         pairs,
@@ -182,17 +201,29 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     match args.output {
         RunOutput::Text | RunOutput::Table => {
-            write_table(&mut out, &policies, &pairs, &unrouted, &order)?
+            let listed = if policies.len() == 1 && !args.verbose {
+                Unlisted::Summed
+            } else {
+                Unlisted::EachOnALine
+            };
+            write_table(&mut out, &policies, &pairs, &unrouted, &order, listed)?;
+            for blocker in &blockers {
+                writeln!(out, "\n{}", blocker.message)?;
+            }
         }
         RunOutput::Json | RunOutput::Yaml => {
             let reviews = pairs.iter().map(review).collect::<anyhow::Result<_>>()?;
+            let mut document = list(reviews);
+            if !blockers.is_empty() {
+                document["wouldNotInstall"] = blockers.iter().map(Blocker::json).collect();
+            }
             if args.output == RunOutput::Json {
-                write_json(&mut out, &list(reviews))?;
+                write_json(&mut out, &document)?;
             } else {
-                write_yaml(&mut out, &list(reviews))?;
+                write_yaml(&mut out, &document)?;
             }
         }
-        RunOutput::Junit => write!(out, "{}", junit(&pairs))?,
+        RunOutput::Junit => write!(out, "{}", junit(&pairs, &blockers))?,
     }
     out.flush()?;
     let denied = pairs.iter().filter(|p| !p.response.allowed).count();
@@ -210,7 +241,49 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::FAILURE);
     }
+    if args.fail_on_deny && !blockers.is_empty() {
+        let reasons: Vec<&str> = blockers.iter().map(|b| b.reason).collect();
+        eprintln!(
+            "olm-guard: OLM would not install the bundle ({}) (--fail-on-deny)",
+            reasons.join(", ")
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why OLM would not install the bundle whatever the modules say: the
+/// verdict of a suite's `bundle:` case, so that `run --bundle` gives the
+/// same one (in the report, and in the exit status with `--fail-on-deny`).
+struct Blocker {
+    /// OLM's reason on the CSV (`NoOperatorGroup`).
+    reason: &'static str,
+    /// What to fix, in one line.
+    message: String,
+}
+
+impl Blocker {
+    /// As `-o json|yaml` gives it.
+    fn json(&self) -> Value {
+        serde_json::json!({"reason": self.reason, "message": self.message})
+    }
+}
+
+/// The [`Blocker`]s of a `--bundle` run into `--namespace`: a namespace with
+/// no OperatorGroup once every document is admitted (OLM fails the CSV with
+/// reason NoOperatorGroup).
+fn install_blockers(args: &RunArgs, report: &Report) -> Vec<Blocker> {
+    match (&args.bundle, &args.namespace) {
+        (Some(_), Some(namespace)) if !report.has_operator_group(namespace) => vec![Blocker {
+            reason: "NoOperatorGroup",
+            message: format!(
+                "OLM would not install the bundle's CSV: namespace {namespace} has no \
+                 OperatorGroup in the snapshot (reason NoOperatorGroup); give one with --cluster \
+                 or --object"
+            ),
+        }],
+        _ => Vec::new(),
+    }
 }
 
 /// The starting snapshot of a live cluster: what the modules read (and its
@@ -267,15 +340,27 @@ fn review(pair: &Pair) -> anyhow::Result<Value> {
     Ok(review)
 }
 
+/// How the table gives the documents no module's rules cover.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unlisted {
+    /// A `(none)` line under each.
+    EachOnALine,
+    /// One line after the table: how many, of which kinds (one module on a
+    /// manifest of many kinds, where they would outnumber its own).
+    Summed,
+}
+
 /// The table: one block per document, in the order admitted, one line per
 /// module that evaluated it (in the order called), `(none)` when no module's
-/// rules cover it; then the counts per module.
+/// rules cover it (or those summed up in one line); then the counts per
+/// module.
 fn write_table(
     out: &mut impl Write,
     policies: &[Loaded],
     pairs: &[Pair],
     unrouted: &[Unrouted],
     order: &[(String, Subject)],
+    listed: Unlisted,
 ) -> anyhow::Result<()> {
     let mut findings = Vec::new();
     for (source, subject) in order {
@@ -287,7 +372,9 @@ fn write_table(
             result: outcome_of(pair),
             message: summary(pair),
         }));
-        if let Some(none) = unrouted.iter().find(|u| &u.document == source) {
+        if let Some(none) = unrouted.iter().find(|u| &u.document == source)
+            && listed == Unlisted::EachOnALine
+        {
             findings.push(Finding {
                 object: Some(subject.clone()),
                 source: none.document.clone(),
@@ -306,6 +393,16 @@ fn write_table(
         .filter(|p| p.metadata.mutating)
         .map(|p| p.name.as_str())
         .collect();
+    if listed == Unlisted::Summed && !unrouted.is_empty() {
+        writeln!(
+            out,
+            "\n{} not covered by {}'s rules (policy-server would not send {}): {}; -v lists them",
+            count(unrouted.len(), "document"),
+            names.join(", "),
+            if unrouted.len() == 1 { "it" } else { "them" },
+            kinds_counted(unrouted.iter().map(|u| u.subject.kind.as_str())),
+        )?;
+    }
     if mutating.len() > 1 {
         writeln!(
             out,
@@ -316,10 +413,32 @@ fn write_table(
     Ok(())
 }
 
+/// `Namespace ×2, Deployment`: each kind once, in the order first seen,
+/// with how many when more than one.
+fn kinds_counted<'a>(kinds: impl Iterator<Item = &'a str>) -> String {
+    let mut counted: Vec<(&str, usize)> = Vec::new();
+    for kind in kinds {
+        match counted.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => counted.push((kind, 1)),
+        }
+    }
+    counted
+        .iter()
+        .map(|(kind, n)| match n {
+            1 => kind.to_string(),
+            n => format!("{kind} ×{n}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// JUnit XML: a test suite per document, a test case per module that
 /// evaluated it; a denial is a failure, an answer with code 500 (a lookup
-/// failed) an error; warnings and the mutation are the case's output.
-fn junit(pairs: &[Pair]) -> String {
+/// failed) an error; warnings and the mutation are the case's output. Each
+/// reason OLM would not install the bundle is a failed case of its own
+/// suite, `OLM install`.
+fn junit(pairs: &[Pair], blockers: &[Blocker]) -> String {
     use std::fmt::Write as _;
 
     let mut suites: Vec<(String, Vec<&Pair>)> = Vec::new();
@@ -333,10 +452,26 @@ fn junit(pairs: &[Pair]) -> String {
     let count = |outcome: Outcome| pairs.iter().filter(|p| outcome_of(p) == outcome).count();
     let mut xml = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"olm-guard run\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
-        pairs.len(),
-        count(Outcome::Fail),
+        pairs.len() + blockers.len(),
+        count(Outcome::Fail) + blockers.len(),
         count(Outcome::Error),
     );
+    if !blockers.is_empty() {
+        let _ = writeln!(
+            xml,
+            "  <testsuite name=\"OLM install\" tests=\"{0}\" failures=\"{0}\" errors=\"0\">",
+            blockers.len()
+        );
+        for blocker in blockers {
+            let _ = writeln!(
+                xml,
+                "    <testcase name=\"{0}\" classname=\"OLM install\">\n      <failure message=\"{0}\">{1}</failure>\n    </testcase>",
+                blocker.reason,
+                xml_escape(&blocker.message),
+            );
+        }
+        xml.push_str("  </testsuite>\n");
+    }
     for (name, cases) in &suites {
         let of = |outcome: Outcome| cases.iter().filter(|p| outcome_of(p) == outcome).count();
         let _ = writeln!(
