@@ -72,14 +72,18 @@ examples:
 # The CLI (release, every feature) and the annotated modules, installed where
 # the CLI finds modules named by name wherever it runs:
 # $(PREFIX)/bin/olm-guard and $(PREFIX)/share/olm-guard/modules/<module>.wasm
-# (host/src/modules.rs, `INSTALLED`). DESTDIR stages the tree for a package.
+# (host/src/modules.rs, `INSTALLED`), and the playground beside them in
+# $(PREFIX)/share/olm-guard/playground, where `olm-guard playground` finds
+# it. DESTDIR stages the tree for a package.
 #   make install PREFIX=$HOME/.local
 PREFIX ?= /usr/local
-install: dist
+install: dist playground
 	+$(CARGO) build --release -p olm-guard-host --bin olm-guard
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/olm-guard/modules
 	install -m 755 $(RELEASE)/olm-guard $(DESTDIR)$(PREFIX)/bin/olm-guard
 	install -m 644 $(patsubst %,dist/%.wasm,$(POLICIES)) $(DESTDIR)$(PREFIX)/share/olm-guard/modules/
+	rm -rf $(DESTDIR)$(PREFIX)/share/olm-guard/playground
+	cp -r dist/playground $(DESTDIR)$(PREFIX)/share/olm-guard/playground
 
 fmt-check:
 	$(CARGO) fmt --all -- --check

@@ -74,8 +74,18 @@ pub fn load(
         let source = path.display().to_string();
         let before = snapshot.len();
         let warnings = snapshot.add_source(&source, &text, options)?;
-        if snapshot.len() == before && warnings.is_empty() && !allow_empty {
-            bail!("{}", no_object(path, &text));
+        if snapshot.len() == before && !allow_empty {
+            // Only documents that are no Kubernetes object: refused as an
+            // empty file is, whatever the command (`run --object` refuses
+            // such a file too), not audited as a cluster of nothing.
+            match warnings.first() {
+                None => bail!("{}", no_object(path, &text)),
+                Some(first) => bail!(
+                    "--cluster {}: no document in it is a Kubernetes object ({first}): expected \
+                     Kubernetes objects, as `kubectl get ... -o yaml` writes them",
+                    path.display()
+                ),
+            }
         }
         for warning in warnings {
             warn(warning);

@@ -15,8 +15,10 @@ pub struct LimitArgs {
     /// Memory cap for a module instance, in MiB.
     #[arg(long, default_value_t = 256)]
     pub memory_limit_mib: usize,
-    /// Execution deadline for one call, in milliseconds.
-    #[arg(long, default_value_t = 2000)]
+    /// Execution deadline for one call, in milliseconds, at least 1 (0 is
+    /// refused: there is no "no limit", as policy-server always has one;
+    /// counted in ticks of 5 ms).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_ms: u64,
     /// Compile every module afresh instead of reusing the compiled code kept
     /// in the compile cache.

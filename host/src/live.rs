@@ -552,20 +552,51 @@ pub fn missing(session: &Session, needs: &[Permission]) -> Option<Vec<Permission
     Some(missing)
 }
 
+/// The ClusterRoles `deploy/audit-rbac.yaml` ships, with what each grants:
+/// everything `audit` and `snapshot` read (and `create
+/// subjectaccessreviews`), and writing an audit's reports.
+const AUDITOR: &str = "olm-guard-auditor";
+const REPORT_WRITER: &str = "olm-guard-report-writer";
+
+/// The roles of `deploy/audit-rbac.yaml` that grant `missing`.
+fn roles_granting(missing: &[Permission]) -> Vec<&'static str> {
+    let writes_reports = |p: &Permission| p.resource.ends_with("reports");
+    let mut roles = Vec::new();
+    if missing.iter().any(|p| !writes_reports(p)) {
+        roles.push(AUDITOR);
+    }
+    if missing.iter().any(writes_reports) {
+        roles.push(REPORT_WRITER);
+    }
+    roles
+}
+
 /// One line naming every permission in `missing` and what needs each, for
-/// the user whom `session` connects as.
+/// the user whom `session` connects as, and the ClusterRoles of
+/// `deploy/audit-rbac.yaml` that grant them.
 pub fn missing_line(session: &Session, missing: &[Permission]) -> String {
     let each = missing
         .iter()
         .map(|p| format!("{} ({})", p.display(), p.needed_by.join("; ")))
         .collect::<Vec<_>>()
         .join(", ");
+    let roles = roles_granting(missing);
+    let bind = roles
+        .iter()
+        .map(|role| {
+            format!("kubectl create clusterrolebinding {role} --clusterrole {role} --user USER")
+        })
+        .collect::<Vec<_>>()
+        .join(" and ");
     format!(
         "the kubeconfig's user may not do what this needs on the API server {} (asked with \
-         SelfSubjectAccessReviews, as `kubectl auth can-i` asks): {each}; grant {} (an RBAC \
-         ClusterRole bound to the user), or use a user that has {}",
+         SelfSubjectAccessReviews, as `kubectl auth can-i` asks): {each}; deploy/audit-rbac.yaml \
+         (olm-guard's repository) grants {} in the ClusterRole{} {}: kubectl apply -f \
+         deploy/audit-rbac.yaml, then {bind}; or use a user that has {}",
         session.server(),
         if missing.len() == 1 { "it" } else { "them" },
+        if roles.len() == 1 { "" } else { "s" },
+        roles.join(" and "),
         if missing.len() == 1 { "it" } else { "them" },
     )
 }

@@ -16,10 +16,11 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use olm_guard_evaluator::Policy;
+use olm_guard_evaluator::policy::PolicyError;
 use olm_guard_evaluator::preflight::Module;
 use olm_guard_evaluator::scenario::PolicyStore;
 use olm_guard_evaluator::suite;
-use olm_guard_runtime::{Metadata, Runtime};
+use olm_guard_runtime::{CallError, Metadata, Runtime};
 
 use crate::registry::{self, RegistryArgs};
 
@@ -350,7 +351,7 @@ pub fn load(
         let settings = settings.remove(&name).unwrap_or_else(|| json!({}));
         policy
             .validate_settings(&settings)
-            .with_context(|| format!("--settings {name}"))?;
+            .map_err(|e| settings_refused(&name, e))?;
         loaded.push(Loaded {
             name,
             path,
@@ -439,6 +440,27 @@ impl suite::ModuleSource for SuiteModules<'_> {
 
     fn all(&mut self) -> anyhow::Result<Vec<String>> {
         names_in(&self.dist.dir)
+    }
+}
+
+/// Why module `name` did not take its settings: a limit it ran into is named
+/// as the limit, not as the settings (which were never judged).
+fn settings_refused(name: &str, error: PolicyError) -> anyhow::Error {
+    match &error {
+        PolicyError::Call {
+            error: limit @ (CallError::MemoryLimitExceeded(_) | CallError::DeadlineExceeded(_)),
+            ..
+        } => {
+            let flag = match limit {
+                CallError::MemoryLimitExceeded(_) => "--memory-limit-mib",
+                _ => "--timeout-ms",
+            };
+            anyhow::anyhow!(
+                "{name}: {limit} while validating its settings, before any evaluation: raise \
+                 {flag}"
+            )
+        }
+        _ => anyhow::Error::new(error).context(format!("--settings {name}")),
     }
 }
 

@@ -952,6 +952,9 @@ fn an_auditor_who_may_not_write_reports_is_told_every_permission_before_anything
             "create reports.openreports.io (--write-reports)",
             "update clusterreports.openreports.io (--write-reports)",
             "deletecollection reports.openreports.io (--write-reports)",
+            "grants them in the ClusterRole olm-guard-report-writer: kubectl apply -f \
+             deploy/audit-rbac.yaml, then kubectl create clusterrolebinding \
+             olm-guard-report-writer --clusterrole olm-guard-report-writer --user USER",
             "nothing was written",
         ],
     );

@@ -341,9 +341,17 @@ fn permissions_are_checked_first_and_a_list_only_auditor_gets_its_report() {
         line.contains("olm-guard audit catalog-union og-intersection revision-uniqueness"),
         "{line}"
     );
+    // Named once: they are both the ones without can_i and the runnable.
+    assert_eq!(
+        line.matches("catalog-union").count(),
+        1,
+        "the modules named once: {line}"
+    );
     assert!(
         line.contains(
-            "modules that run without can_i: catalog-union, og-intersection, revision-uniqueness"
+            "deploy/audit-rbac.yaml (olm-guard's repository) grants them in the ClusterRole \
+             olm-guard-auditor: kubectl apply -f deploy/audit-rbac.yaml, then kubectl create \
+             clusterrolebinding olm-guard-auditor --clusterrole olm-guard-auditor --user USER"
         ),
         "{line}"
     );

@@ -204,7 +204,7 @@ cases:
 
     let junit = text(&test(&[&path, "-o", "junit"]).stdout);
     assert!(
-        junit.contains("<testsuite name=\"all\" tests=\"2\" failures=\"2\">"),
+        junit.contains("<testsuite name=\"all\" tests=\"2\" failures=\"2\" errors=\"0\">"),
         "{junit}"
     );
     assert!(

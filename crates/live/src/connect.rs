@@ -100,7 +100,8 @@ fn read_kubeconfig(target: &Target) -> Result<(Kubeconfig, String), LiveError> {
             Err(LiveError::Kubeconfig {
                 file,
                 reason: "cannot be read, and neither --kubeconfig nor KUBECONFIG is set; pass \
-                         --kubeconfig PATH"
+                         --kubeconfig PATH for a live cluster, or --cluster FILE for objects \
+                         read offline (kubectl get ... -o yaml)"
                     .into(),
             })
         }

@@ -146,6 +146,18 @@ pub enum OciError {
         /// The TLS library's words.
         reason: String,
     },
+    /// Nothing answered at the registry's address.
+    #[error(
+        "{reference}: cannot reach the registry at {registry} ({reason}): check that it runs and that the host and port are right"
+    )]
+    Unreachable {
+        /// The reference.
+        reference: String,
+        /// The registry host.
+        registry: String,
+        /// `connection refused`, `timed out`, `no such host`.
+        reason: &'static str,
+    },
     /// Any other registry or transport failure.
     #[error("{reference}: {reason}")]
     Registry {
@@ -488,6 +500,11 @@ impl Session {
                 reference,
                 reason: one_line(e),
             },
+            _ if unreachable(e).is_some() => OciError::Unreachable {
+                registry: self.reference.oci.resolve_registry().to_owned(),
+                reference,
+                reason: unreachable(e).unwrap_or_default(),
+            },
             _ if !self.insecure && answered_in_plain_http(e) => OciError::PlainHttp {
                 registry: self.reference.oci.resolve_registry().to_owned(),
                 reference,
@@ -499,6 +516,30 @@ impl Session {
             },
         }
     }
+}
+
+/// Why nothing answered, when `error` is a connection that could not be
+/// made: an `io::Error` of the connect in its chain (refused, timed out), or
+/// a name that does not resolve (hyper's resolver says `dns error`).
+fn unreachable(error: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return Some("connection refused"),
+                std::io::ErrorKind::TimedOut => return Some("timed out"),
+                std::io::ErrorKind::HostUnreachable | std::io::ErrorKind::NetworkUnreachable => {
+                    return Some("no route to it");
+                }
+                _ => {}
+            }
+        }
+        if e.to_string().starts_with("dns error") {
+            return Some("its name does not resolve");
+        }
+        next = e.source();
+    }
+    None
 }
 
 /// Whether `error` comes from a TLS handshake the server answered with

@@ -26,6 +26,9 @@ read or written.")]
 pub struct AnnotateArgs {
     /// The module to annotate.
     pub module: PathBuf,
+    /// The metadata.yml to embed as `io.kubewarden.metadata` (kwctl
+    /// annotate's --metadata-path): rules, mutating, contextAwareResources,
+    /// hostCapabilities, annotations; checked before anything is written.
     #[arg(short, long)]
     pub metadata: PathBuf,
     /// README to embed as `io.kubewarden.policy.usage`.

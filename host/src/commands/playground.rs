@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Args;
 
+use crate::modules::DistArgs;
+
 #[derive(Args)]
 #[command(after_help = "\
 Examples:
@@ -16,22 +18,49 @@ Examples:
   olm-guard playground --port 9000
   olm-guard playground --port 0 --dir /tmp/pg      # any free port, another build
 
+The page is found where the modules are (`run --help`, MODULE): --dir, else
+playground/ in the module directory (--dist, $OLM_GUARD_DIST, ./dist), else
+the one installed beside the modules (<prefix>/share/olm-guard/playground,
+which `make install` writes).
+
 Exit codes: 0 never (it serves until interrupted); 2 the directory has no
 index.html (run `make playground` first) or the port cannot be bound.")]
 pub struct PlaygroundArgs {
     /// The port to listen on, on 127.0.0.1 only; 0 picks a free one (printed).
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
-    /// The built page (`make playground` writes dist/playground).
-    #[arg(long, default_value = "dist/playground")]
-    pub dir: PathBuf,
+    /// The built page (`make playground` writes dist/playground); found
+    /// beside the modules otherwise (above).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub dist: DistArgs,
+}
+
+/// The built page: `--dir`, else `playground/` in the module directory, else
+/// beside it (`share/olm-guard/playground` beside `share/olm-guard/modules`).
+fn page_dir(args: &PlaygroundArgs) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = &args.dir {
+        return Ok(dir.clone());
+    }
+    let modules = args.dist.locate().context(
+        "no playground: build it with `make playground` (dist/playground), or pass --dir DIR",
+    )?;
+    let inside = modules.dir.join("playground");
+    let beside = modules.dir.parent().map(|share| share.join("playground"));
+    Ok(match beside {
+        Some(beside) if !inside.is_dir() && beside.is_dir() => beside,
+        _ => inside,
+    })
 }
 
 pub fn playground(args: PlaygroundArgs) -> anyhow::Result<ExitCode> {
-    if !args.dir.join("index.html").is_file() {
+    let dir = page_dir(&args)?;
+    if !dir.join("index.html").is_file() {
         bail!(
-            "{} has no index.html: build the playground first with `make playground`",
-            args.dir.display()
+            "{} has no index.html: build the playground first with `make playground`, or pass \
+             --dir DIR",
+            dir.display()
         );
     }
     let server = tiny_http::Server::http(("127.0.0.1", args.port))
@@ -43,10 +72,10 @@ pub fn playground(args: PlaygroundArgs) -> anyhow::Result<ExitCode> {
         .context("the server has no IP address")?;
     println!(
         "olm-guard playground: http://{address}/ (serving {}; Ctrl-C stops)",
-        args.dir.display()
+        dir.display()
     );
     for request in server.incoming_requests() {
-        let response = respond(&args.dir, request.method(), request.url());
+        let response = respond(&dir, request.method(), request.url());
         // A client that went away is no reason to stop serving.
         let _ = request.respond(response);
     }

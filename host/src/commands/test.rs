@@ -102,12 +102,46 @@ pub enum TestOutput {
     Junit,
 }
 
+/// The suite files directly in `dir` (YAML whose `kind` is `TestSuite`),
+/// sorted by name.
+fn suites_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| suite::is_suite_file(path))
+        .filter(|path| {
+            std::fs::read_to_string(path)
+                .ok()
+                .and_then(|text| serde_yaml_ng::from_str::<serde_json::Value>(&text).ok())
+                .is_some_and(|doc| doc.get("kind").and_then(|k| k.as_str()) == Some("TestSuite"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     let (suite_files, dirs): (Vec<PathBuf>, Vec<PathBuf>) = args
         .dirs
         .iter()
         .cloned()
         .partition(|p| suite::is_suite_file(p));
+    let mut found = if dirs.is_empty() {
+        scenario::Discovery::default()
+    } else {
+        scenario::discover_all(&dirs)?
+    };
+    // A directory with no scenario that holds suite files (`test
+    // examples/suites/`) stands for them, as `test examples/suites/*.yaml`.
+    let mut suite_files = suite_files;
+    found.skipped.retain(|(dir, _)| {
+        let held = suites_in(dir);
+        let none = held.is_empty();
+        suite_files.extend(held);
+        none
+    });
     let suites = suite_files
         .iter()
         .map(|path| Ok((path.clone(), suite::load(path)?)))
@@ -119,11 +153,6 @@ pub fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
             "--record-dir and --replay-dir apply to scenario directories; a suite case replays a session with `session: FILE`"
         );
     }
-    let mut found = if dirs.is_empty() {
-        scenario::Discovery::default()
-    } else {
-        scenario::discover_all(&dirs)?
-    };
     let matches = |label: &PathBuf| {
         args.run
             .as_ref()
@@ -287,6 +316,10 @@ pub fn junit(outcomes: &[scenario::Outcome], incomplete: &[(PathBuf, String)]) -
 
     let mut suites: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut failures: BTreeMap<&str, usize> = BTreeMap::new();
+    // A scenario whose module could not answer (a trap, a limit, a lookup
+    // that failed) is an error, as `run -o junit` counts one; one that
+    // answered otherwise than expected, a failure.
+    let mut errors: BTreeMap<&str, usize> = BTreeMap::new();
     for outcome in outcomes {
         let suite = if outcome.policy.is_empty() {
             "unknown"
@@ -299,10 +332,16 @@ pub fn junit(outcomes: &[scenario::Outcome], incomplete: &[(PathBuf, String)]) -
             xml_escape(suite)
         );
         if !outcome.passed() {
-            *failures.entry(suite).or_default() += 1;
+            let element = if outcome.verdict == "error" {
+                *errors.entry(suite).or_default() += 1;
+                "error"
+            } else {
+                *failures.entry(suite).or_default() += 1;
+                "failure"
+            };
             let _ = writeln!(
                 case,
-                "      <failure message=\"{}\">{}</failure>",
+                "      <{element} message=\"{}\">{}</{element}>",
                 xml_escape(&one_line(&outcome.failures.join("; "))),
                 xml_escape(&outcome.failures.join("\n"))
             );
@@ -325,16 +364,18 @@ pub fn junit(outcomes: &[scenario::Outcome], incomplete: &[(PathBuf, String)]) -
     }
     let total: usize = suites.values().map(Vec::len).sum();
     let failed: usize = failures.values().sum();
+    let errored: usize = errors.values().sum();
     let mut xml = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"olm-guard\" tests=\"{total}\" failures=\"{failed}\">\n"
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"olm-guard\" tests=\"{total}\" failures=\"{failed}\" errors=\"{errored}\">\n"
     );
     for (suite, cases) in &suites {
         let _ = writeln!(
             xml,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">",
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">",
             xml_escape(suite),
             cases.len(),
-            failures.get(suite).copied().unwrap_or(0)
+            failures.get(suite).copied().unwrap_or(0),
+            errors.get(suite).copied().unwrap_or(0)
         );
         for case in cases {
             xml.push_str(case);

@@ -289,10 +289,14 @@ fn first_line(text: &str) -> &str {
 /// The case's message: the first denial, else the counts.
 fn message(report: &Report) -> String {
     let denied: Vec<&Pair> = report.denied().collect();
+    let count = |n: usize, noun: &str| match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    };
     let counts = format!(
-        "{} objects, {} evaluations, {} denied",
-        report.order.len(),
-        report.pairs.len(),
+        "{}, {}, {} denied",
+        count(report.order.len(), "object"),
+        count(report.pairs.len(), "evaluation"),
         denied.len()
     );
     match denied.first() {

@@ -151,10 +151,10 @@ pub struct AuditArgs {
     #[arg(short, long, value_name = "FORMAT", default_value = "table", value_parser = crate::output::format::<Output>())]
     pub output: Output,
     /// With `-o report` and --write-reports: openreports.io/v1alpha1
-    /// Report/ClusterReport, or wgpolicyk8s.io/v1alpha2
-    /// PolicyReport/ClusterPolicyReport.
-    #[arg(long, value_enum, default_value_t = ReportKind::Openreports)]
-    pub report_kind: ReportKind,
+    /// Report/ClusterReport (the default), or wgpolicyk8s.io/v1alpha2
+    /// PolicyReport/ClusterPolicyReport; refused with any other output.
+    #[arg(long, value_enum)]
+    pub report_kind: Option<ReportKind>,
     /// Write the results into the live cluster as report objects
     /// (--report-kind), as Kubewarden's audit scanner does: one per audited
     /// object, created or overwritten in place; then the reports an earlier
@@ -226,6 +226,14 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     // A cluster that cannot be reached, or files that cannot be read, are
     // said before the modules compile.
+    if args.report_kind.is_some() && args.output != Output::Report && !args.write_reports {
+        anyhow::bail!(
+            "--report-kind chooses the kind of the reports -o report prints and --write-reports \
+             writes, and this audit does neither: add -o report (or --write-reports), or drop \
+             --report-kind"
+        );
+    }
+    let report_kind = args.report_kind.unwrap_or(ReportKind::Openreports);
     let live_cluster = args.live.given() || args.cluster.is_empty();
     if args.write_reports && !live_cluster {
         anyhow::bail!(
@@ -248,7 +256,7 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     // any work.
     let report_target = match (&session, args.write_reports) {
         (Some(session), true) => {
-            let (api_version, namespaced, cluster) = report::kinds(args.report_kind);
+            let (api_version, namespaced, cluster) = report::kinds(report_kind);
             Some(session.report_target(api_version, (namespaced, cluster))?)
         }
         _ => None,
@@ -323,8 +331,7 @@ fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     // are the same objects, down to the timestamp (two builds a second
     // apart would differ).
     let built = std::cell::OnceCell::new();
-    let reports =
-        || built.get_or_init(|| report::reports(&audit, &findings, args.report_kind, &run_id));
+    let reports = || built.get_or_init(|| report::reports(&audit, &findings, report_kind, &run_id));
     if let (Some(session), Some(target)) = (&session, &report_target) {
         let reports = reports();
         let owner = format!("{}={}", report::OWNER.0, report::OWNER.1);
@@ -529,15 +536,22 @@ fn check_access(
         ));
     }
     if missing.iter().any(|p| p.resource == "subjectaccessreviews") {
-        line.push_str(&format!(
-            "; modules that run without can_i: {}; without --as, the modules that call can_i are \
-             judged for every requester and create no SubjectAccessReview",
-            if without_can_i.is_empty() {
-                "none".to_string()
-            } else {
-                without_can_i.join(", ")
-            }
-        ));
+        // The modules without can_i are named once: above, when they are
+        // exactly the ones that can run.
+        if without_can_i != runnable {
+            line.push_str(&format!(
+                "; modules that run without can_i: {}",
+                if without_can_i.is_empty() {
+                    "none".to_string()
+                } else {
+                    without_can_i.join(", ")
+                }
+            ));
+        }
+        line.push_str(
+            "; without --as, the modules that call can_i are judged for every requester and \
+             create no SubjectAccessReview",
+        );
     }
     anyhow::bail!("{line}")
 }
