@@ -349,7 +349,7 @@ fn permissions_are_checked_first_and_a_list_only_auditor_gets_its_report() {
     );
     assert!(
         line.contains(
-            "deploy/audit-rbac.yaml (olm-guard's repository) grants them in the ClusterRole \
+            "deploy/audit-rbac.yaml (olm-guard's repository) grants it in the ClusterRole \
              olm-guard-auditor: kubectl apply -f deploy/audit-rbac.yaml, then kubectl create \
              clusterrolebinding olm-guard-auditor --clusterrole olm-guard-auditor --user USER"
         ),
