@@ -254,3 +254,94 @@ fn the_migration_rollout_on_todays_catalog_source_crd_breaks_no_write() {
         "the warn form is in force: {said}"
     );
 }
+
+/// `examples/audit/crds.yaml` as `olm_guard_native` makes it: the shipped
+/// upstream ClusterObjectSet CRD with `spec.group` (as a cluster that adopts
+/// it serves it), and the CatalogSource CRD with the union members (as the
+/// catalogsource-spec-update enhancement proposes it).
+fn example_crds() -> String {
+    use olm_guard_native::crd;
+    let mut cos = crd::find("clusterobjectsets.olm.operatorframework.io", None).expect("shipped");
+    let group = json!({"type": "string", "minLength": 1});
+    let add = cos
+        .add_property(&["spec"], "group", &group)
+        .expect("a patch");
+    cos.apply(&add).expect("applied");
+    let catalog = crd::find(crd::CATALOG_SOURCES, None).expect("shipped");
+    let union = crd::with_union_members(&catalog).expect("the union CRD");
+    let mut text = String::from(
+        "# The two CRDs examples/audit/cluster.yaml is written for besides those upstream\n\
+         # ships as they are (OperatorGroup, ClusterServiceVersion, oria's ScopeTemplate and\n\
+         # ScopeInstance: testdata/upstream/crds/): OLM's ClusterObjectSet CRD with spec.group,\n\
+         # as a cluster that adopts it serves it (policies/group-authorization/README.md,\n\
+         # \"Adopting spec.group\"), and OLM's CatalogSource CRD with the union members the\n\
+         # catalogsource-spec-update enhancement proposes (catalogImageSource,\n\
+         # catalogServiceSource, configMapSource; spec.sourceType optional). Both are made from\n\
+         # the shipped upstream copies (crates/native/upstream/) by olm_guard_native::crd; a test\n\
+         # (host/tests/control_plane.rs) keeps this file equal to what it makes and applies\n\
+         # cluster.yaml to a kube-apiserver serving them.\n",
+    );
+    for document in [cos.document, union.document] {
+        text.push_str("---\n");
+        text.push_str(&serde_yaml_ng::to_string(&document).expect("YAML"));
+    }
+    text
+}
+
+/// The audit example applies as it is, with kubectl, to a kube-apiserver
+/// serving the CRDs it says it is written for; every object is stored; so do
+/// the install manifests of examples/preflight/.
+#[test]
+fn the_audit_example_applies_to_the_crds_it_claims() {
+    let committed = common::root().join("examples/audit/crds.yaml");
+    let made = example_crds();
+    if std::env::var_os("OLM_GUARD_WRITE_EXAMPLES").is_some() {
+        std::fs::write(&committed, &made).expect("written");
+    }
+    assert!(
+        std::fs::read_to_string(&committed).unwrap_or_default() == made,
+        "examples/audit/crds.yaml differs from what olm_guard_native makes: regenerate with \
+         OLM_GUARD_WRITE_EXAMPLES=1 cargo test -p olm-guard-host --test control_plane \
+         the_audit_example"
+    );
+    let cluster = TestCluster::start().expect("the test cluster starts");
+    let mut crds: Vec<Value> = made
+        .split("\n---\n")
+        .skip(1)
+        .map(|doc| serde_yaml_ng::from_str(doc).expect("a CRD"))
+        .collect();
+    for file in [
+        "operators.coreos.com_operatorgroups.yaml",
+        "operators.coreos.com_clusterserviceversions.yaml",
+        "operators.io.operator-framework_scopetemplates.yaml",
+        "operators.io.operator-framework_scopeinstances.yaml",
+    ] {
+        crds.push(crd(&format!("testdata/upstream/crds/{file}")));
+    }
+    cluster.install_crds(&crds).expect("the CRDs are served");
+    let shell = Shell::new();
+    let applied = shell.ok(
+        "kubectl apply -f examples/audit/cluster.yaml",
+        cluster.kubeconfig(),
+    );
+    let text = std::fs::read_to_string(common::root().join("examples/audit/cluster.yaml"))
+        .expect("the example");
+    let list: Value = serde_yaml_ng::from_str(&text).expect("a List");
+    let items = list["items"].as_array().expect("items").len();
+    let stored = applied
+        .lines()
+        .filter(|l| l.ends_with(" created") || l.ends_with(" configured"))
+        .count();
+    assert_eq!(stored, items, "every object stored:\n{applied}");
+    // The install manifests of examples/preflight/, upstream's and ours, on
+    // a cluster of their own serving the same CRDs (the quickstart holds a
+    // catalog of the same name): the server takes every document.
+    let fresh = TestCluster::start().expect("the test cluster starts");
+    fresh.install_crds(&crds).expect("the CRDs are served");
+    for file in ["quickstart-olm.yaml", "conflicting-operatorgroups.yaml"] {
+        shell.ok(
+            &format!("kubectl apply -f examples/preflight/{file}"),
+            fresh.kubeconfig(),
+        );
+    }
+}
