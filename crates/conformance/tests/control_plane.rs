@@ -681,6 +681,14 @@ fn send(plane: &mut Plane, deployment: &Deployment, case: &Case) -> anyhow::Resu
                     .into(),
             )
         }
+        // An `Invalid` denial whose validation names no field: kubectl
+        // prints `is invalid: : ValidatingAdmissionPolicy ...`.
+        (ModuleAnswer::Denied(_), Seen::Denied(server)) if server.contains(" is invalid: : ") => {
+            Outcome::Disagree(format!(
+                "the denial names no field (a validation with reason Invalid and no fieldPath): \
+                 {server}"
+            ))
+        }
         (ModuleAnswer::Denied(message), Seen::Denied(server))
             if server.contains("denied request: ") || server.contains(" is invalid: ") =>
         {

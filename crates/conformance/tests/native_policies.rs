@@ -46,6 +46,19 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The first problem the CRD's message (`schema`, as the API server words a
+/// rule's failure) calls a field ignored in that the module's message
+/// `module` does not list among its problems.
+fn ignored_beyond_the_module<'a>(schema: &'a str, module: &str) -> Option<&'a str> {
+    let own: Vec<&str> = module.split("; ").collect();
+    schema
+        .split(": Invalid value: ")
+        .flat_map(|rule| rule.split_once(": ").map(|(_, text)| text))
+        .flat_map(|text| text.split("; "))
+        .map(|part| part.trim_end_matches(['"', ']', ' ']))
+        .find(|part| part.contains(" ignored") && !own.iter().any(|o| o.contains(part)))
+}
+
 /// Whether the message a cluster shows is the module's, word for word.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Text {
@@ -368,16 +381,24 @@ fn judge_inputs(
         (
             ModuleAnswer::Denied(m),
             Admitted {
-                schema_error: Some(_),
+                schema_error: Some(schema),
                 status,
                 ..
             },
-        ) => Judged::Agree {
-            text: match status {
-                Some(status) => Text::Denial(denial_text(&status.message) == m),
-                None => Text::None,
+        ) => match ignored_beyond_the_module(&schema.message, &m) {
+            // What kubectl shows is the CRD's message: a field it calls
+            // ignored is one the module names too, so one the object has.
+            Some(part) => Judged::Disagree(format!(
+                "the CRD's rules say `{part}`, which the module does not: {}",
+                schema.message
+            )),
+            None => Judged::Agree {
+                text: match status {
+                    Some(status) => Text::Denial(denial_text(&status.message) == m),
+                    None => Text::None,
+                },
+                kind: "denied by the CRD's rules",
             },
-            kind: "denied by the CRD's rules",
         },
         (
             answer,
@@ -615,4 +636,28 @@ fn native_policies_agree_with_the_modules_on_every_scenario() -> anyhow::Result<
         );
     }
     Ok(())
+}
+
+/// The CRD message check catches a field called ignored that the object
+/// lacks (the CRD rule once named both spec.image and spec.address for an
+/// object with spec.image alone).
+#[test]
+fn a_crd_message_naming_a_field_the_module_does_not_is_caught() {
+    let module = "spec.image is ignored with spec.sourceType \"configmap\": remove it, or set \
+                  spec.sourceType \"grpc\" if the catalog comes from it";
+    let before = "CatalogSource.operators.coreos.com \"c\" is invalid: spec: Invalid value: \
+                  \"object\": spec.image and spec.address are ignored with spec.sourceType \
+                  \"configmap\": remove them";
+    assert_eq!(
+        ignored_beyond_the_module(before, module),
+        Some(
+            "spec.image and spec.address are ignored with spec.sourceType \"configmap\": remove \
+             them"
+        )
+    );
+    let now = format!(
+        "CatalogSource.operators.coreos.com \"c\" is invalid: spec: Invalid value: \"object\": \
+         {module}"
+    );
+    assert_eq!(ignored_beyond_the_module(&now, module), None);
 }

@@ -135,7 +135,10 @@ pub struct Validation {
     /// A CEL expression giving the message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_expression: Option<String>,
-    /// The HTTP reason of a denial (`Forbidden`, `Invalid`).
+    /// The HTTP reason of a denial: `Forbidden` for every validation here.
+    /// (`Invalid` would be the apter word for a malformed object, but a
+    /// ValidatingAdmissionPolicy's validation has no field path to give it,
+    /// so kubectl prints `... is invalid: : ValidatingAdmissionPolicy ...`.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }

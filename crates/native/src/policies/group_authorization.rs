@@ -188,7 +188,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
                  to add a revision to group \"' + variables.specGroup + '\"'"
                     .into(),
             ),
-            reason: Some("Invalid".into()),
+            reason: Some("Forbidden".into()),
         },
         // Rule 3.
         Validation {
@@ -205,7 +205,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
                  variables.labelGroup + '\"; set the label to \"' + variables.specGroup + \
                  '\" or remove it'"
             )),
-            reason: Some("Invalid".into()),
+            reason: Some("Forbidden".into()),
         },
     ];
     if settings.require_spec_group {
@@ -223,7 +223,7 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
                  the name of the revision group this ClusterObjectSet belongs to (for revisions \
                  of a ClusterExtension, the extension\\'s name)')"
             )),
-            reason: Some("Invalid".into()),
+            reason: Some("Forbidden".into()),
         });
     }
     validations.extend([

@@ -140,7 +140,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                  revision ' + string(variables.revision)"
                     .into(),
             ),
-            reason: Some("Invalid".into()),
+            reason: Some("Forbidden".into()),
         },
         // Rule 1: a revision is required.
         Validation {
@@ -153,7 +153,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                  creation)' : '')"
                     .into(),
             ),
-            reason: Some("Invalid".into()),
+            reason: Some("Forbidden".into()),
         },
     ];
     let mut warnings = Vec::new();
@@ -178,7 +178,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                  revision ' + (variables.revision == null ? '' : string(variables.revision)) + ' \
                  of group \"' + variables.group + '\" even when two creates race'"
             )),
-            reason: Some("Invalid".into()),
+            reason: Some("Forbidden".into()),
         });
         warnings.push(Validation {
             expression: "!variables.keepsSlot || (variables.group != '' && variables.name == \
@@ -279,7 +279,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                  '\")')"
                     .into(),
             ),
-            reason: Some("Invalid".into()),
+            reason: Some("Forbidden".into()),
         },
         "Deny",
     );

@@ -211,7 +211,7 @@ pub fn generate(settings: &Settings) -> Result<Native, GenerateError> {
                  variables.problems.join('; ')"
                     .into(),
             ),
-            reason: Some("Invalid".into()),
+            reason: Some("Forbidden".into()),
         },
         // Fails closed above what one evaluation may check.
         Validation {

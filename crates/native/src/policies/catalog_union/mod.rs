@@ -132,13 +132,13 @@ pub fn generate(settings: &Settings, cluster: Option<&[Json]>) -> Result<Native,
              ValidatingAdmissionPolicy can check within the API server\\'s CEL cost limits: run \
              olm-guard\\'s catalog-union module to judge this CatalogSource'"
         )),
-        reason: Some("Invalid".into()),
+        reason: Some("Forbidden".into()),
     };
     let one_source = Validation {
         expression: "size(variables.nProblems) == 0 || variables.tolerated".into(),
         message: Some("spec must configure exactly one catalog source".into()),
         message_expression: Some("variables.nProblems.join('; ')".into()),
-        reason: Some("Invalid".into()),
+        reason: Some("Forbidden".into()),
     };
     let rules = vec![crate::model::rule_for(
         GROUP,
@@ -263,17 +263,32 @@ fn schema_patch(cluster: Option<&[Json]>) -> Result<SchemaPatch, GenerateError> 
         message: format!(
             "spec must configure exactly one catalog source: set {HOW_TO_CONFIGURE_LEGACY}"
         ),
+        // Each field the object has that OLM ignores, in the module's words
+        // (catalog_union::judge), so that kubectl's message names no field
+        // the object lacks. Joined by hand, and with the source type as a
+        // literal, since a list joined or a string of unbounded length
+        // repeated would pass the CRD's cost budget.
         message_expression: Some(format!(
-            "self.sourceType == 'grpc' ? (has(self.image) && has(self.address) ? 'spec.address \
-             is ignored because spec.image is set (OLM runs the image): remove one of them' : \
-             has(self.configMap) ? 'spec.configMap is ignored with spec.sourceType \"grpc\": \
-             remove it' : 'spec.sourceType \"grpc\" needs spec.image (an operator-registry \
-             image) or spec.address (host:port of a running registry)') : self.sourceType == \
-             'configmap' || self.sourceType == 'internal' ? (has(self.image) || \
-             has(self.address) ? 'spec.image and spec.address are ignored with spec.sourceType \
-             \"' + self.sourceType + '\": remove them' : 'spec.sourceType \"' + \
-             self.sourceType + '\" needs spec.configMap (the name of the ConfigMap that holds \
-             the catalog)') : 'spec.sourceType \"' + self.sourceType + '\" is not a source \
+            "self.sourceType == 'grpc' ? (has(self.configMap) ? 'spec.configMap is ignored with \
+             spec.sourceType \"grpc\": remove it, or set spec.sourceType \"configmap\" if the \
+             catalog is in that ConfigMap' : '') + (has(self.configMap) && has(self.image) == \
+             has(self.address) ? '; ' : '') + (has(self.image) && has(self.address) ? \
+             'spec.address is ignored because spec.image is set (OLM runs the image): remove \
+             spec.address, or remove spec.image to use the running registry' : '') + \
+             (!has(self.image) && !has(self.address) ? 'spec.sourceType \"grpc\" needs \
+             spec.image (an operator-registry image) or spec.address (host:port of a running \
+             registry)' : '') : self.sourceType == 'configmap' || self.sourceType == \
+             'internal' ? (has(self.image) ? 'spec.image is ignored with spec.sourceType \"' + \
+             (self.sourceType == 'configmap' ? 'configmap' : 'internal') + '\": remove it, or \
+             set spec.sourceType \"grpc\" if the catalog comes from it' : '') + \
+             (has(self.image) && (has(self.address) || !has(self.configMap)) ? '; ' : '') + \
+             (has(self.address) ? 'spec.address is ignored with spec.sourceType \"' + \
+             (self.sourceType == 'configmap' ? 'configmap' : 'internal') + '\": remove it, or \
+             set spec.sourceType \"grpc\" if the catalog comes from it' : '') + \
+             (has(self.address) && !has(self.configMap) ? '; ' : '') + (!has(self.configMap) ? \
+             'spec.sourceType \"' + (self.sourceType == 'configmap' ? 'configmap' : \
+             'internal') + '\" needs spec.configMap (the name of the ConfigMap that holds the \
+             catalog)' : '') : 'spec.sourceType \"' + self.sourceType + '\" is not a source \
              type OLM knows: set {HOW_TO_CONFIGURE_LEGACY}'"
         )),
     };
