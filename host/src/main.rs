@@ -1,6 +1,11 @@
 //! `olm-guard`: evaluate Kubewarden policy modules against AdmissionReviews
 //! and cluster snapshots, run scenario suites, and annotate modules.
 
+// The doc comments of clap's arguments are their --help text, written for a
+// terminal (`registry://host[:port]/...`, `DIR/<name>.wasm`), not for
+// rustdoc, whose link and HTML checks would read them as Markdown.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
 // The standard `eprintln!` and `eprint!` panic when stderr is a closed
 // pipe (`olm-guard ... 2>&1 | head` once head has left), and a panic is
 // exit 101 with a message nobody reads. These drop the line instead: there

@@ -59,7 +59,7 @@ pub struct ModuleDir {
 }
 
 impl DistArgs {
-    /// The module directory: `--dist`, else [`DIST_ENV`], else [`DistArgs::fallback`].
+    /// The module directory: `--dist`, else [`DIST_ENV`], else [`fallback`].
     pub fn locate(&self) -> anyhow::Result<ModuleDir> {
         self.locate_with(None)
     }

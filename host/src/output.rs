@@ -1,6 +1,6 @@
 //! What every command's `-o` shares: `-o` is the output format on every
 //! command, as kubectl's (a file has its own flag, `--output-file`), parsed
-//! by [`format`] (a file name given to `-o` is refused with the flag to
+//! by [`format()`] (a file name given to `-o` is refused with the flag to
 //! use); a value printed as JSON or YAML; text kept on one line or cut
 //! short for a table; text escaped for JUnit XML; and a closed stdout
 //! told apart from a failure ([`is_broken_pipe`]). Each command keeps its

@@ -7,7 +7,7 @@
 //! Registry support is the `registry` cargo feature (on by default). A build
 //! without it (`make examples`) keeps every command and flag, and refuses a
 //! registry reference (and `keygen`, `sign`, `verify`) with one line that
-//! says how to build it in ([`without_registry`]).
+//! says how to build it in (`without_registry`).
 
 use std::path::{Path, PathBuf};
 

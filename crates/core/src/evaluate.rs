@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::settings::{self, PolicySettings};
+use crate::settings::{self, PolicySettings, SettingsError};
 use crate::shared::Batch;
 use crate::{AdmissionRequest, Cluster, Verdict};
 
@@ -72,7 +72,7 @@ pub fn evaluate<S: PolicySettings>(
     };
     let settings = match settings::parse::<S>(settings) {
         Ok(s) => s,
-        Err(e) => return Verdict::bad_request(e),
+        Err(e) => return Verdict::bad_request(e.to_string()),
     };
     rule(&request, &settings, cluster)
 }
@@ -116,7 +116,7 @@ pub fn evaluate_batch_payload<S: PolicySettings>(
 
 /// Kubewarden's `validate_settings`: `Ok` when `settings` are valid for `S`,
 /// else the reason naming the field.
-pub fn check_settings<S: PolicySettings>(settings: &Value) -> Result<(), String> {
+pub fn check_settings<S: PolicySettings>(settings: &Value) -> Result<(), SettingsError> {
     settings::parse::<S>(settings).map(|_| ())
 }
 

@@ -42,5 +42,5 @@ pub mod verdict;
 pub use admission::{AdmissionRequest, GroupVersionKind, Operation, UserInfo};
 pub use context::{Capability, Cluster, ClusterExt, ContextError, ContextErrorKind, NoCluster};
 pub use meta::ObjectMeta;
-pub use settings::PolicySettings;
+pub use settings::{PolicySettings, SettingsError};
 pub use verdict::Verdict;

@@ -137,7 +137,7 @@ pub fn validate_settings<S: PolicySettings>(payload: &[u8]) -> CallResult {
     }
     let outcome = serde_json::from_slice::<Value>(payload)
         .map_err(|e| format!("settings are not JSON: {e}"))
-        .and_then(|value| check_settings::<S>(&value));
+        .and_then(|value| check_settings::<S>(&value).map_err(|e| e.to_string()));
     respond(&SettingsValidationResponse {
         valid: outcome.is_ok(),
         message: outcome.err(),

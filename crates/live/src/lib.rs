@@ -50,6 +50,7 @@ mod error;
 mod once;
 mod pages;
 mod reports;
+mod served;
 
 pub use cluster::{Answered, LiveCluster};
 pub use connect::{DEFAULT_TIMEOUT, Live, Target};

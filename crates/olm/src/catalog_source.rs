@@ -240,56 +240,95 @@ impl SourceType {
     }
 }
 
+/// Why an `address` is not OLM's `<registry-host or ip>:<port>`, in words
+/// that finish the sentence "is not host:port (...)".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    /// `dns:///host:50051`: a URL, not an address.
+    #[error("it starts with the scheme \"{0}://\"; write only host:port")]
+    Scheme(String),
+    /// `:50051`.
+    #[error("the host before the colon is empty")]
+    EmptyHost,
+    /// `host/path:50051`, `my host:50051`.
+    #[error("the host \"{host}\" contains {what}, which a host name or IP cannot")]
+    HostCharacter {
+        /// The host as written.
+        host: String,
+        /// `a slash` or `whitespace`.
+        what: &'static str,
+    },
+    /// `[fd00::1`.
+    #[error("the IPv6 host has no closing bracket")]
+    UnclosedBracket,
+    /// `[fd00::1]50051`.
+    #[error("the port after the IPv6 host is missing")]
+    NoPortAfterIpv6,
+    /// `some.namespace.svc`.
+    #[error("the port is missing")]
+    NoPort,
+    /// `fd00::1:50051`.
+    #[error("an IPv6 host must be written in brackets, e.g. [fd00::1]:50051")]
+    UnbracketedIpv6,
+    /// `host:`.
+    #[error("the port after the colon is empty")]
+    EmptyPort,
+    /// `host:grpc`.
+    #[error("the port \"{0}\" is not a number")]
+    PortNotANumber(String),
+    /// `host:0`, `host:65536`.
+    #[error("the port {0} is outside 1-65535")]
+    PortOutOfRange(String),
+}
+
 /// Checks an `address` against OLM's documented format
 /// `<registry-host or ip>:<port>`: OLM hands it to a gRPC dialer, which
 /// splits it like Go's `net.SplitHostPort` (an IPv6 host in brackets) and
 /// needs a numeric port. The error says what is wrong, for the message.
-pub fn check_address(address: &str) -> Result<(), String> {
+pub fn check_address(address: &str) -> Result<(), AddressError> {
     if let Some((scheme, _)) = address.split_once("://") {
-        return Err(format!(
-            "it starts with the scheme \"{scheme}://\"; write only host:port"
-        ));
+        return Err(AddressError::Scheme(scheme.to_string()));
     }
     let (host, port) = split_host_port(address)?;
     if host.is_empty() {
-        return Err("the host before the colon is empty".into());
+        return Err(AddressError::EmptyHost);
     }
     if let Some(c) = host.chars().find(|c| c.is_whitespace() || *c == '/') {
-        return Err(format!(
-            "the host \"{host}\" contains {}, which a host name or IP cannot",
-            describe_char(c)
-        ));
+        return Err(AddressError::HostCharacter {
+            host: host.to_string(),
+            what: describe_char(c),
+        });
     }
     check_port(port)
 }
 
-fn split_host_port(address: &str) -> Result<(&str, &str), String> {
+fn split_host_port(address: &str) -> Result<(&str, &str), AddressError> {
     if let Some(bracketed) = address.strip_prefix('[') {
         let (host, rest) = bracketed
             .split_once(']')
-            .ok_or("the IPv6 host has no closing bracket")?;
+            .ok_or(AddressError::UnclosedBracket)?;
         let port = rest
             .strip_prefix(':')
-            .ok_or("the port after the IPv6 host is missing")?;
+            .ok_or(AddressError::NoPortAfterIpv6)?;
         return Ok((host, port));
     }
-    let (host, port) = address.rsplit_once(':').ok_or("the port is missing")?;
+    let (host, port) = address.rsplit_once(':').ok_or(AddressError::NoPort)?;
     if host.contains(':') {
-        return Err("an IPv6 host must be written in brackets, e.g. [fd00::1]:50051".into());
+        return Err(AddressError::UnbracketedIpv6);
     }
     Ok((host, port))
 }
 
-fn check_port(port: &str) -> Result<(), String> {
+fn check_port(port: &str) -> Result<(), AddressError> {
     if port.is_empty() {
-        return Err("the port after the colon is empty".into());
+        return Err(AddressError::EmptyPort);
     }
     if !port.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("the port \"{port}\" is not a number"));
+        return Err(AddressError::PortNotANumber(port.to_string()));
     }
     match port.parse::<u32>() {
         Ok(p) if (1..=65535).contains(&p) => Ok(()),
-        _ => Err(format!("the port {port} is outside 1-65535")),
+        _ => Err(AddressError::PortOutOfRange(port.to_string())),
     }
 }
 
@@ -589,7 +628,7 @@ mod tests {
             ("my host:50051", "whitespace"),
             ("", "port is missing"),
         ] {
-            let err = check_address(bad).unwrap_err();
+            let err = check_address(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad}: {err}");
         }
     }

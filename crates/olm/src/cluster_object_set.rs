@@ -11,6 +11,8 @@
 //! tells us what a client meant.
 
 use olm_guard_core::ObjectMeta;
+
+use crate::ObjectError;
 use olm_guard_core::listed::{Label, LabelKey, Scalar, Str};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -141,28 +143,32 @@ impl ClusterObjectSet {
     /// Reads an object of an AdmissionRequest. Errors name the field that
     /// cannot be read; anything else, however odd, is kept for the rules to
     /// judge.
-    pub fn from_object(object: &Value) -> Result<ClusterObjectSet, String> {
+    pub fn from_object(object: &Value) -> Result<ClusterObjectSet, ObjectError> {
         let Some(map) = object.as_object() else {
-            return Err(format!(
-                "the object is {}, not a ClusterObjectSet; send the object as a JSON map",
-                json_type(object)
-            ));
+            return Err(ObjectError::NotAMap {
+                kind: "ClusterObjectSet",
+                found: json_type(object),
+            });
         };
         for field in ["metadata", "spec"] {
             match map.get(field) {
                 None | Some(Value::Null) | Some(Value::Object(_)) => {}
                 Some(other) => {
-                    return Err(format!(
-                        "{field} is {}; it must be a map of fields",
-                        json_type(other)
-                    ));
+                    return Err(ObjectError::FieldNotAMap {
+                        field,
+                        found: json_type(other),
+                    });
                 }
             }
         }
         // The path names the field (`metadata.labels.app`), which serde's
         // own message does not.
-        olm_guard_core::decode::from_value(object)
-            .map_err(|e| format!("{} has the wrong type ({})", e.path, e.reason))
+        olm_guard_core::decode::from_value(object).map_err(|e| ObjectError::WrongType {
+            prefix: "",
+            path: e.path,
+            reason: e.reason,
+            fix: "",
+        })
     }
 
     /// `metadata.name`.
@@ -450,12 +456,17 @@ mod tests {
 
     #[test]
     fn unreadable_objects_are_named() {
-        let err = ClusterObjectSet::from_object(&json!("x")).unwrap_err();
+        let err = ClusterObjectSet::from_object(&json!("x"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("a string"), "{err}");
-        let err = ClusterObjectSet::from_object(&json!({"spec": [1]})).unwrap_err();
+        let err = ClusterObjectSet::from_object(&json!({"spec": [1]}))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("spec is a list"), "{err}");
-        let err =
-            ClusterObjectSet::from_object(&json!({"metadata": {"labels": {"a": 1}}})).unwrap_err();
+        let err = ClusterObjectSet::from_object(&json!({"metadata": {"labels": {"a": 1}}}))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("metadata.labels.a has the wrong type"),
             "{err}"

@@ -115,7 +115,7 @@ pub struct ScopeInstanceSpec {
 impl ScopeTemplate {
     /// Reads a ScopeTemplate from an admission object; the error names the field
     /// of the wrong type (`spec.clusterRoles[0].rules has the wrong type ...`).
-    pub fn from_object(object: &Value) -> Result<ScopeTemplate, String> {
+    pub fn from_object(object: &Value) -> Result<ScopeTemplate, crate::ObjectError> {
         read(object)
     }
 }
@@ -123,13 +123,13 @@ impl ScopeTemplate {
 impl ScopeInstance {
     /// Reads a ScopeInstance from an admission object; the error names the field
     /// of the wrong type (`spec.clusterRoles[0].rules has the wrong type ...`).
-    pub fn from_object(object: &Value) -> Result<ScopeInstance, String> {
+    pub fn from_object(object: &Value) -> Result<ScopeInstance, crate::ObjectError> {
         read(object)
     }
 }
 
 /// Reads an object, naming the field at fault (`spec.clusterRoles[0].rules`).
-fn read<T: DeserializeOwned>(object: &Value) -> Result<T, String> {
+fn read<T: DeserializeOwned>(object: &Value) -> Result<T, crate::ObjectError> {
     crate::read_custom_resource(object, "")
 }
 
@@ -229,28 +229,33 @@ mod tests {
         let error = ScopeTemplate::from_object(&json!({
             "spec": {"clusterRoles": [{"generateName": "a"}, {"rules": [{"verbs": "get"}]}]}
         }))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             error.starts_with("spec.clusterRoles[1].rules[0].verbs has the wrong type"),
             "{error}"
         );
 
-        let error =
-            ScopeInstance::from_object(&json!({"spec": {"namespaces": "default"}})).unwrap_err();
+        let error = ScopeInstance::from_object(&json!({"spec": {"namespaces": "default"}}))
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("spec.namespaces has the wrong type"),
             "{error}"
         );
 
-        let error =
-            ScopeInstance::from_object(&json!({"spec": {"scopeTemplateName": 7}})).unwrap_err();
+        let error = ScopeInstance::from_object(&json!({"spec": {"scopeTemplateName": 7}}))
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("spec.scopeTemplateName has the wrong type"),
             "{error}"
         );
 
         for not_an_object in [Value::Null, json!("x"), json!([])] {
-            let error = ScopeInstance::from_object(&not_an_object).unwrap_err();
+            let error = ScopeInstance::from_object(&not_an_object)
+                .unwrap_err()
+                .to_string();
             assert!(error.contains("not a JSON object"), "{error}");
         }
     }

@@ -15,8 +15,8 @@ use serde_with::DefaultOnNull;
 /// Reads an RBAC object from JSON. The error names the offending field
 /// (`rules[1].verbs: invalid type: string "get", expected a sequence`), so a
 /// policy can tell the user exactly what to fix.
-pub fn from_json<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
-    decode::from_value(value).map_err(|e| e.to_string())
+pub fn from_json<T: DeserializeOwned>(value: &Value) -> Result<T, decode::FieldTypeError> {
+    decode::from_value(value)
 }
 
 /// One rule of a Role or ClusterRole.
@@ -222,19 +222,23 @@ mod tests {
     fn errors_name_the_field() {
         let err =
             from_json::<ClusterRole>(&json!({"rules": [{"verbs": ["get"]}, {"verbs": "get"}]}))
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
         assert!(
             err.starts_with("rules[1].verbs: invalid type: string"),
             "{err}"
         );
         let err = from_json::<ClusterRole>(&json!({"aggregationRule": {"clusterRoleSelectors": [
             {"matchLabels": {"a": 1}}]}}))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.starts_with("aggregationRule.clusterRoleSelectors[0].matchLabels.a: "),
             "{err}"
         );
-        let err = from_json::<ClusterRole>(&json!("role")).unwrap_err();
+        let err = from_json::<ClusterRole>(&json!("role"))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("invalid type: string"), "{err}");
     }
 

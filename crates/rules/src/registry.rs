@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use olm_guard_core::evaluate::{self, Rule};
-use olm_guard_core::{Cluster, PolicySettings, Verdict};
+use olm_guard_core::{Cluster, PolicySettings, SettingsError, Verdict};
 
 /// One rule as the front ends see it.
 pub struct RuleEntry {
@@ -20,7 +20,7 @@ pub struct RuleEntry {
     /// The module's README: the rule's contract, settings and examples.
     pub readme: &'static str,
     evaluate: fn(Value, &Value, &dyn Cluster) -> Verdict,
-    check_settings: fn(&Value) -> Result<(), String>,
+    check_settings: fn(&Value) -> Result<(), SettingsError>,
     evaluate_payload: fn(&[u8], &dyn Cluster) -> Verdict,
     default_settings: fn() -> Value,
 }
@@ -44,7 +44,7 @@ impl RuleEntry {
     }
 
     /// The module's `validate_settings`.
-    pub fn check_settings(&self, settings: &Value) -> Result<(), String> {
+    pub fn check_settings(&self, settings: &Value) -> Result<(), SettingsError> {
         (self.check_settings)(settings)
     }
 }

@@ -1,4 +1,7 @@
 #![doc = include_str!("../README.md")]
+// The README is written for GitHub and Artifact Hub: the `[system:authenticated]`
+// of its quoted denials is the module's output, not a rustdoc link.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 olm_guard_kubewarden::policy_module!(
     olm_guard_rules::aggregation_escalation::Settings,

@@ -309,25 +309,48 @@ fn refuse_other_kinds(path: &Path, document: &Value) -> anyhow::Result<()> {
     }
 }
 
+/// What is wrong with a case, at the field to fix: `field: why and the
+/// fix`, the field below `cases[N]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct CaseProblem {
+    /// The field, as the suite file spells it (`expect.result`).
+    pub field: String,
+    /// Why it cannot be, and what to write instead.
+    pub problem: String,
+}
+
+impl CaseProblem {
+    fn at(field: impl Into<String>, problem: impl Into<String>) -> CaseProblem {
+        CaseProblem {
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
 /// What a case's fields cannot mean together, as `field: why and the fix`.
-fn check_case(suite: &Suite, case: &Case) -> Result<(), String> {
+fn check_case(suite: &Suite, case: &Case) -> Result<(), CaseProblem> {
     if case.module.is_some() && case.modules.is_some() {
-        return Err("modules: give `module` (one) or `modules`, not both".into());
+        return Err(CaseProblem::at(
+            "modules",
+            "give `module` (one) or `modules`, not both",
+        ));
     }
     if !case.judges_manifests() {
         if !case.expect.results.is_empty() {
-            return Err(
-                "expect.results: per-object results need a case judging manifests: give `objects` or `bundle`, and `modules`"
-                    .into(),
-            );
+            return Err(CaseProblem::at(
+                "expect.results",
+                "per-object results need a case judging manifests: give `objects` or `bundle`, and `modules`",
+            ));
         }
         return check_expect(&case.expect);
     }
     if case.objects.is_none() && case.bundle.is_none() {
-        return Err(
-            "modules: a case with modules judges manifests: give `objects` (a file or a list) or `bundle` (with `namespace`)"
-                .into(),
-        );
+        return Err(CaseProblem::at(
+            "modules",
+            "a case with modules judges manifests: give `objects` (a file or a list) or `bundle` (with `namespace`)",
+        ));
     }
     for (field, given) in [
         ("request", case.request.is_some()),
@@ -336,25 +359,29 @@ fn check_case(suite: &Suite, case: &Case) -> Result<(), String> {
         ("session", case.session.is_some()),
     ] {
         if given {
-            return Err(format!(
-                "{field}: a case judging manifests takes `objects` or `bundle`; put `{field}` in a case of its own"
+            return Err(CaseProblem::at(
+                field,
+                format!(
+                    "a case judging manifests takes `objects` or `bundle`; put `{field}` in a case of its own"
+                ),
             ));
         }
     }
     if case.bundle.is_some() && case.namespace.is_none() {
-        return Err(
-            "bundle: give `namespace`, the namespace OLM would install the bundle in".into(),
-        );
+        return Err(CaseProblem::at(
+            "bundle",
+            "give `namespace`, the namespace OLM would install the bundle in",
+        ));
     }
     if case.modules.is_none()
         && case.module.is_none()
         && suite.modules.is_none()
         && suite.module.is_none()
     {
-        return Err(
-            "modules: no modules: set `modules: all` (every module in --dist) or a list, on the case or the suite"
-                .into(),
-        );
+        return Err(CaseProblem::at(
+            "modules",
+            "no modules: set `modules: all` (every module in --dist) or a list, on the case or the suite",
+        ));
     }
     let expect = &case.expect;
     for (field, given) in [
@@ -366,22 +393,26 @@ fn check_case(suite: &Suite, case: &Case) -> Result<(), String> {
         ("patchedObject", expect.patched_object.is_some()),
     ] {
         if given {
-            return Err(format!(
-                "expect.{field}: in a case judging manifests, say what one module says of one object under `expect.results`"
+            return Err(CaseProblem::at(
+                format!("expect.{field}"),
+                "in a case judging manifests, say what one module says of one object under `expect.results`",
             ));
         }
     }
     if expect.result.is_none() {
-        return Err(
-            "expect.result is missing: pass (every evaluation admitted, no warning), warn, fail (some evaluation denied) or skip (no module applies)"
-                .into(),
-        );
+        return Err(CaseProblem::at(
+            "expect.result is missing",
+            "pass (every evaluation admitted, no warning), warn, fail (some evaluation denied) or skip (no module applies)",
+        ));
     }
     for (index, result) in expect.results.iter().enumerate() {
         if result.object.split('/').count() < 2 || result.object.split('/').count() > 3 {
-            return Err(format!(
-                "expect.results[{index}].object: {:?}: name the object as Kind/name or Kind/namespace/name",
-                result.object
+            return Err(CaseProblem::at(
+                format!("expect.results[{index}].object"),
+                format!(
+                    "{:?}: name the object as Kind/name or Kind/namespace/name",
+                    result.object
+                ),
             ));
         }
     }
@@ -391,16 +422,16 @@ fn check_case(suite: &Suite, case: &Case) -> Result<(), String> {
 /// What a single-request case's `expect` cannot mean: no verdict, or
 /// fields that contradict each other or would never be checked; as
 /// `field: why and the fix`.
-fn check_expect(expect: &CaseExpect) -> Result<(), String> {
+fn check_expect(expect: &CaseExpect) -> Result<(), CaseProblem> {
     match (expect.result, &expect.settings_error) {
-        (None, None) => Err(
-            "expect.result is missing: pass (admitted, no warning), warn (admitted with a warning), fail (denied) or skip (not sent to the module); or settingsError when the settings must be refused"
-                .into(),
-        ),
-        (Some(_), Some(_)) => Err(
-            "expect.settingsError: a case with refused settings has no result: keep `result` or `settingsError`"
-                .into(),
-        ),
+        (None, None) => Err(CaseProblem::at(
+            "expect.result is missing",
+            "pass (admitted, no warning), warn (admitted with a warning), fail (denied) or skip (not sent to the module); or settingsError when the settings must be refused",
+        )),
+        (Some(_), Some(_)) => Err(CaseProblem::at(
+            "expect.settingsError",
+            "a case with refused settings has no result: keep `result` or `settingsError`",
+        )),
         (None, Some(_)) => {
             let unchecked = [
                 ("message", expect.message.is_some()),
@@ -410,17 +441,19 @@ fn check_expect(expect: &CaseExpect) -> Result<(), String> {
                 ("patchedObject", expect.patched_object.is_some()),
             ];
             match unchecked.iter().find(|(_, given)| *given) {
-                Some((field, _)) => Err(format!(
-                    "expect.{field}: never checked when `settingsError` expects the settings refused (no request is evaluated): remove it"
+                Some((field, _)) => Err(CaseProblem::at(
+                    format!("expect.{field}"),
+                    "never checked when `settingsError` expects the settings refused (no request is evaluated): remove it",
                 )),
                 None => Ok(()),
             }
         }
         (Some(_), None) => {
             if expect.mutated == Some(false) && expect.patched_object.is_some() {
-                return Err(
-                    "expect.mutated: `false` contradicts `patchedObject`: keep one of them".into(),
-                );
+                return Err(CaseProblem::at(
+                    "expect.mutated",
+                    "`false` contradicts `patchedObject`: keep one of them",
+                ));
             }
             Ok(())
         }
@@ -491,7 +524,7 @@ fn evaluate(
 ) -> anyhow::Result<()> {
     let expect = &case.expect;
     // `load` refuses such a case; a suite built in code is held to the same.
-    check_expect(expect).map_err(|problem| anyhow::anyhow!(problem))?;
+    check_expect(expect)?;
     let module = case
         .module
         .as_deref()

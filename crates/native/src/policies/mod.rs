@@ -286,7 +286,7 @@ fn read<T: serde::de::DeserializeOwned + Default + olm_guard_core::PolicySetting
         Json::Null => T::default(),
         other => serde_json::from_value(other.clone()).map_err(|e| problem(e.to_string()))?,
     };
-    settings.validate().map_err(problem)?;
+    settings.validate().map_err(|e| problem(e.to_string()))?;
     Ok(settings)
 }
 

@@ -125,7 +125,7 @@ pub struct CrdNameError {
 
 impl ClusterServiceVersion {
     /// Reads `request.object`; the error names the field at fault.
-    pub fn from_object(object: &Value) -> Result<ClusterServiceVersion, String> {
+    pub fn from_object(object: &Value) -> Result<ClusterServiceVersion, crate::ObjectError> {
         read_object(object)
     }
 

@@ -58,7 +58,7 @@ pub struct OperatorGroupStatus {
 
 impl OperatorGroup {
     /// Reads `request.object`; the error names the field at fault.
-    pub fn from_object(object: &Value) -> Result<OperatorGroup, String> {
+    pub fn from_object(object: &Value) -> Result<OperatorGroup, crate::ObjectError> {
         read_object(object)
     }
 

@@ -34,7 +34,9 @@ pub const NAMESPACE_ALL: &str = "";
 
 /// Deserialises an admission object, naming the field at fault
 /// (`spec.targetNamespaces`): serde alone reports only the type mismatch.
-fn read_object<T: serde::de::DeserializeOwned>(object: &serde_json::Value) -> Result<T, String> {
+fn read_object<T: serde::de::DeserializeOwned>(
+    object: &serde_json::Value,
+) -> Result<T, crate::ObjectError> {
     crate::read_custom_resource(object, "field ")
 }
 

@@ -884,18 +884,23 @@ fn reads_static_provided_apis_and_nulls() {
 
 #[test]
 fn wrong_types_name_the_field() {
-    let err =
-        OperatorGroup::from_object(&json!({"spec": {"targetNamespaces": "nginx"}})).unwrap_err();
+    let err = OperatorGroup::from_object(&json!({"spec": {"targetNamespaces": "nginx"}}))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("spec.targetNamespaces"), "{err}");
-    let err =
-        OperatorGroup::from_object(&json!({"spec": {"staticProvidedAPIs": "yes"}})).unwrap_err();
+    let err = OperatorGroup::from_object(&json!({"spec": {"staticProvidedAPIs": "yes"}}))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("spec.staticProvidedAPIs"), "{err}");
-    let err = OperatorGroup::from_object(&json!("text")).unwrap_err();
+    let err = OperatorGroup::from_object(&json!("text"))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not a JSON object"), "{err}");
     let err = ClusterServiceVersion::from_object(
         &json!({"spec": {"customresourcedefinitions": {"owned": [{"name": 7}]}}}),
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("spec.customresourcedefinitions.owned"),
         "{err}"

@@ -1,4 +1,7 @@
 #![doc = include_str!("../../../../policies/aggregation-escalation/README.md")]
+// The README is written for GitHub and Artifact Hub: the `[system:authenticated]`
+// of its quoted denials is the module's output, not a rustdoc link.
+#![allow(rustdoc::broken_intra_doc_links)]
 //!
 //! # The code
 //!
@@ -14,7 +17,9 @@ mod messages;
 #[cfg(test)]
 mod tests;
 
-use olm_guard_core::{AdmissionRequest, Cluster, Operation, PolicySettings, Verdict};
+use olm_guard_core::{
+    AdmissionRequest, Cluster, Operation, PolicySettings, SettingsError, Verdict,
+};
 use olm_guard_rbac::cluster::Wanted;
 use olm_guard_rbac::{ClusterRole, RBAC_GROUP, SYSTEM_MASTERS, from_json};
 use serde::{Deserialize, Serialize};
@@ -46,12 +51,12 @@ pub struct Settings {
 }
 
 impl PolicySettings for Settings {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), SettingsError> {
         if self.allow_feeding.iter().any(|n| n.is_empty()) {
-            return Err(
+            return Err(SettingsError::Refused(
                 "allowFeeding contains an empty name: list the names of aggregated ClusterRoles"
                     .into(),
-            );
+            ));
         }
         Ok(())
     }

@@ -159,9 +159,18 @@ fn settings_default_to_legacy_allowed_and_not_migrated() {
 #[test]
 fn settings_reject_unknown_keys_and_wrong_types() {
     let typo = olm_guard_core::settings::parse::<Settings>(&json!({"allowlegacy": false}));
-    assert!(typo.unwrap_err().contains("unknown field `allowlegacy`"));
+    assert!(
+        typo.unwrap_err()
+            .to_string()
+            .contains("unknown field `allowlegacy`")
+    );
     let wrong = olm_guard_core::settings::parse::<Settings>(&json!({"migrateLegacy": "yes"}));
-    assert!(wrong.unwrap_err().contains("expected a boolean"));
+    assert!(
+        wrong
+            .unwrap_err()
+            .to_string()
+            .contains("expected a boolean")
+    );
 }
 
 // Requests the policy does not judge.

@@ -6,7 +6,9 @@ mod read;
 #[cfg(test)]
 mod tests;
 
-use olm_guard_core::{AdmissionRequest, Cluster, Operation, PolicySettings, UserInfo, Verdict};
+use olm_guard_core::{
+    AdmissionRequest, Cluster, Operation, PolicySettings, SettingsError, UserInfo, Verdict,
+};
 use olm_guard_olm::cluster_object_set::{
     ClusterObjectSet, GROUP, KIND, OWNER_NAME_LABEL, SpecGroup, with_spec_field,
 };
@@ -63,12 +65,14 @@ impl Default for Settings {
 }
 
 impl PolicySettings for Settings {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), SettingsError> {
         if self.backfill_group_from_label && !self.require_spec_group {
-            return Err(messages::BACKFILL_WITHOUT_SPEC_GROUP.to_string());
+            return Err(SettingsError::Refused(
+                messages::BACKFILL_WITHOUT_SPEC_GROUP.to_string(),
+            ));
         }
         if let Some(i) = self.garbage_collectors.iter().position(String::is_empty) {
-            return Err(messages::empty_garbage_collector(i));
+            return Err(SettingsError::Refused(messages::empty_garbage_collector(i)));
         }
         Ok(())
     }

@@ -936,7 +936,7 @@ fn settings_default_to_the_crd_operator_controller_ships_and_reject_unknown_keys
     .unwrap();
     assert_eq!(parsed, backfill());
     let err = olm_guard_core::settings::parse::<Settings>(&json!({"backfill": true})).unwrap_err();
-    assert!(err.contains("backfill"), "{err}");
+    assert!(err.to_string().contains("backfill"), "{err}");
 }
 
 #[test]
@@ -944,14 +944,16 @@ fn settings_refuse_a_backfill_the_crd_would_drop_and_an_empty_collector() {
     let err = olm_guard_core::settings::parse::<Settings>(&json!({"backfillGroupFromLabel": true}))
         .unwrap_err();
     assert!(
-        err.contains("backfillGroupFromLabel: true needs requireSpecGroup: true"),
+        err.to_string()
+            .contains("backfillGroupFromLabel: true needs requireSpecGroup: true"),
         "{err}"
     );
     let err =
         olm_guard_core::settings::parse::<Settings>(&json!({"garbageCollectors": ["gc", ""]}))
             .unwrap_err();
     assert!(
-        err.contains("settings.garbageCollectors[1] is empty"),
+        err.to_string()
+            .contains("settings.garbageCollectors[1] is empty"),
         "{err}"
     );
 }

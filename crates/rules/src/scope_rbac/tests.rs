@@ -155,7 +155,7 @@ fn settings_are_camel_case_and_strict() {
     );
     let error = olm_guard_core::settings::parse::<Settings>(&json!({"forbidClusterScoped": true}))
         .unwrap_err();
-    assert!(error.contains("forbidClusterScoped"), "{error}");
+    assert!(error.to_string().contains("forbidClusterScoped"), "{error}");
 }
 
 // ------------------------------------------------------------ ScopeTemplate
