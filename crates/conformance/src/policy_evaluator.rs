@@ -3,6 +3,17 @@
 //! here (file and function named on each) so that olm-guard's
 //! `olm_guard_core::response::AdmissionResponse::from_validation` is
 //! checked against them rather than used for both hosts.
+//!
+//! The real policy-server now answers every scenario it can be given
+//! (`tests/webhook/`: its own answer to a direct `POST /validate/<policy>`
+//! is compared with this restatement's, 419 of 419, and kube-apiserver's
+//! answer with the module's). The restatement stays for what policy-server
+//! cannot be given there: settings a module refuses (policy-server does not
+//! start with them, so the refusal is only this restatement's and the
+//! module's), requests for kinds the test cluster does not serve, the
+//! audit's `validate_batch` operation (policy-server never calls it), and
+//! the reference waPC host's run of every scenario without a cluster
+//! (`reference_host.rs`), which needs no policy-server build.
 
 use std::collections::BTreeMap;
 
