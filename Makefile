@@ -37,7 +37,7 @@ HOST_BUILD = $(CARGO) build -p olm-guard-host --bin olm-guard --no-default-featu
 LINTED     := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings
 TEST_BUILD := $(LINTED) $(CARGO) test --workspace --no-run
 
-.PHONY: all examples test test-side annotate dist host wasm fmt-check lint unit bench fuzz deploy sessions record-replay artifacthub test-deps clean rule install
+.PHONY: all examples test test-unshown test-shown test-side annotate dist host wasm fmt-check lint unit bench fuzz deploy sessions record-replay artifacthub test-deps clean rule install
 
 all: examples
 
@@ -123,14 +123,26 @@ record-replay:
 # and Kubernetes' own admission code on every scenario; the bounded fuzz
 # run); every scenario recorded and replayed. A test tool that is missing and cannot be installed
 # here fails the run first (`test-deps.sh --check`), before the build.
+#
+# Once built, the three test lines run side by side: cargo runs one test
+# binary at a time, and the suites that start control planes (kube-apiserver,
+# etcd, policy-server) spend most of their time waiting on them, so the two
+# cores idle in one line while another has work. Each line's output is kept
+# together (--output-sync).
 test: fmt-check
 	scripts/test-deps.sh --check
 	$(MAKE) --no-print-directory -j2 HOST_BUILD='$(TEST_BUILD)' host test-side
 	$(MAKE) --no-print-directory annotate
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-unshown test-shown record-replay
+
+# Every test binary of the workspace, but the tests SHOWN_TESTS names.
+test-unshown:
 	$(LINTED) $(CARGO) test --workspace -- $(foreach t,$(SHOWN_TESTS),--skip $(t))
+
+# The tests SHOWN_TESTS names, their output shown.
+test-shown:
 	$(LINTED) $(CARGO) test --workspace --test reference_host --test native_policies \
 	  --test control_plane --test live_cluster --test webhook -- --nocapture --exact $(SHOWN_TESTS)
-	$(MAKE) --no-print-directory record-replay
 
 # Kubewarden's own waPC host on every scenario (crates/conformance), the
 # native policies against the modules on every scenario, the native
