@@ -16,24 +16,20 @@ use std::process::Command;
 /// The `sh` blocks of `text`, each as its command lines.
 fn command_lines(text: &str) -> Vec<String> {
     let mut lines = Vec::new();
-    let mut in_block = false;
-    let mut pending = String::new();
+    let mut block: Option<String> = None;
     for line in text.lines() {
-        let trimmed = line.trim_end();
-        if !in_block {
-            in_block = trimmed.trim_start() == "```sh";
-            continue;
-        }
-        if trimmed.trim_start().starts_with("```") {
-            in_block = false;
-            continue;
-        }
-        match trimmed.strip_suffix('\\') {
-            Some(head) => pending.push_str(head),
-            None => {
-                pending.push_str(trimmed);
-                lines.push(std::mem::take(&mut pending));
+        match (&mut block, line.trim()) {
+            (None, "```sh") => block = Some(String::new()),
+            (Some(_), fence) if fence.starts_with("```") => {
+                lines.extend(common::readme::joined_lines(
+                    &block.take().unwrap_or_default(),
+                ));
             }
+            (Some(body), _) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            (None, _) => {}
         }
     }
     lines

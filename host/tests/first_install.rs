@@ -171,10 +171,10 @@ fn junit_of_test_counts_errors_and_one_is_singular() {
     );
 }
 
-/// `olm-guard playground --port 0` with `env`, in `cwd`: the address it
-/// prints, or what it said when it stopped.
-fn playground(cwd: &Path, env: &[(&str, &str)]) -> Result<String, String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_olm-guard"))
+/// `<binary> playground --port 0` with `env`, in `cwd`: the line it prints
+/// first (its address), or what it said when it stopped.
+fn playground(binary: &Path, cwd: &Path, env: &[(&str, &str)]) -> Result<String, String> {
+    let mut child = Command::new(binary)
         .args(["playground", "--port", "0"])
         .current_dir(cwd)
         .env_remove("OLM_GUARD_DIST")
@@ -206,6 +206,7 @@ fn the_playground_is_found_where_the_modules_are() {
     std::fs::write(modules.join("playground/index.html"), "<html></html>").unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
     let served = playground(
+        Path::new(env!("CARGO_BIN_EXE_olm-guard")),
         elsewhere.path(),
         &[("OLM_GUARD_DIST", modules.to_str().unwrap())],
     )
@@ -226,20 +227,7 @@ fn the_playground_is_found_where_the_modules_are() {
     if std::fs::hard_link(env!("CARGO_BIN_EXE_olm-guard"), &installed).is_err() {
         std::fs::copy(env!("CARGO_BIN_EXE_olm-guard"), &installed).unwrap();
     }
-    let mut child = Command::new(&installed)
-        .args(["playground", "--port", "0"])
-        .current_dir(elsewhere.path())
-        .env_remove("OLM_GUARD_DIST")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    let line = playground(&installed, elsewhere.path(), &[]).unwrap();
     assert!(
         line.contains(&format!("serving {}", share.join("playground").display())),
         "{line}"
@@ -248,6 +236,7 @@ fn the_playground_is_found_where_the_modules_are() {
     // Nothing built: the fix is named.
     let empty = tempfile::tempdir().unwrap();
     let said = playground(
+        Path::new(env!("CARGO_BIN_EXE_olm-guard")),
         elsewhere.path(),
         &[("OLM_GUARD_DIST", empty.path().to_str().unwrap())],
     )

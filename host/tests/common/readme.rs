@@ -25,22 +25,27 @@ pub fn readme_commands_after(marker: &str) -> Vec<String> {
         .and_then(|(_, rest)| rest.split_once("\n```"))
         .unwrap_or_else(|| panic!("no sh block after {marker:?}"))
         .0;
-    let mut commands = Vec::new();
+    joined_lines(block)
+        .into_iter()
+        .filter(|line| !line.trim_start().starts_with('#') && !line.trim().is_empty())
+        .collect()
+}
+
+/// The lines of a shell block, each `\`-continued line joined to the next.
+pub fn joined_lines(block: &str) -> Vec<String> {
+    let mut lines = Vec::new();
     let mut pending = String::new();
     for line in block.lines() {
         let line = line.trim_end();
-        if pending.is_empty() && (line.trim_start().starts_with('#') || line.trim().is_empty()) {
-            continue;
-        }
         match line.strip_suffix('\\') {
             Some(head) => pending.push_str(head),
             None => {
                 pending.push_str(line);
-                commands.push(std::mem::take(&mut pending));
+                lines.push(std::mem::take(&mut pending));
             }
         }
     }
-    commands
+    lines
 }
 
 /// A directory like a checkout a user works in: the repository's
